@@ -1,0 +1,115 @@
+"""`cdc-assets`: plan, snapshot and inspect a task from a shell, through Dagster's own execution API,
+so every run and materialization lands in the instance at $DAGSTER_HOME that `dagster dev` shows."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from cdc_assets.config import CONFIG_ENV, TaskConfig, load_config
+from cdc_assets.errors import CdcError
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except CdcError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="cdc-assets", description=__doc__)
+    p.add_argument("--config", default=os.environ.get(CONFIG_ENV), help=f"task config YAML (default ${CONFIG_ENV})")
+    sub = p.add_subparsers(required=True, metavar="COMMAND")
+    plan = sub.add_parser("plan", help="print the split plan per table and register it as Dagster partitions")
+    plan.add_argument("--replan", action="store_true", help="discard existing plans AND positions, then plan anew")
+    plan.set_defaults(func=cmd_plan)
+    snap = sub.add_parser("snapshot", help="plan if needed, then materialize every unfinished split")
+    snap.set_defaults(func=cmd_snapshot)
+    pos = sub.add_parser("positions", help="print the position records as JSON lines")
+    pos.set_defaults(func=cmd_positions)
+    demo = sub.add_parser("demo", help="start local MariaDB+PostgreSQL, seed a demo schema, snapshot it")
+    demo.add_argument("--dir", default=".cdc-demo", help="folder for servers, config and state")
+    demo.add_argument("--rows", type=int, default=200_000, help="rows in the largest demo table")
+    demo.set_defaults(func=cmd_demo)
+    return p
+
+
+def _config(args) -> tuple[TaskConfig, str]:
+    config = load_config(args.config)
+    return config, str(Path(args.config or os.environ[CONFIG_ENV]).resolve())
+
+
+def _instance(config: TaskConfig):
+    import dagster as dg
+
+    # Without DAGSTER_HOME Dagster uses a throwaway instance, and the partitions would vanish with it.
+    home = os.environ.setdefault("DAGSTER_HOME", str(config.data_dir / "dagster_home"))
+    Path(home).mkdir(parents=True, exist_ok=True)
+    (Path(home) / "dagster.yaml").touch()
+    return dg.DagsterInstance.get()
+
+
+def cmd_plan(args) -> int:
+    from cdc_assets.defs.partitions import register
+    from cdc_assets.engine.planning import ensure_plans
+    from cdc_assets.engine.runtime import TaskRuntime
+
+    config, _ = _config(args)
+    runtime = TaskRuntime(config)
+    try:
+        plans = ensure_plans(runtime, replan=args.replan)
+    finally:
+        runtime.close()
+    instance = _instance(config)
+    added = register(instance, config.task_id, [p.plan for p in plans])
+    for tp in plans:
+        plan = tp.plan
+        state = "planned now" if tp.created else "existing plan kept (re-plan with --replan)"
+        print(f"{plan.table}: plan {plan.plan_id}, {len(plan.splits)} splits on '{plan.split_column}', {state}")
+        for s in plan.splits:
+            print(f"  {s.id}  {s.range}  ~{s.estimated_rows} rows")
+    print(f"{added} partitions added to the Dagster instance at {os.environ['DAGSTER_HOME']}")
+    return 0
+
+
+def cmd_snapshot(args) -> int:
+    from cdc_assets.defs.snapshot_run import run_snapshot
+
+    config, path = _config(args)
+    instance = _instance(config)
+    report = run_snapshot(config, path, instance)
+    for line in report.lines():
+        print(line)
+    if report.unfinished:
+        print(f"error: {report.reason()}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_positions(args) -> int:
+    from cdc_assets.engine.runtime import TaskRuntime
+
+    config, _ = _config(args)
+    runtime = TaskRuntime(config)
+    try:
+        for record in runtime.resumer.records():
+            print(json.dumps(record.to_json(), sort_keys=True))
+    finally:
+        runtime.close()
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from cdc_assets.dev.demo import run_demo
+
+    return run_demo(Path(args.dir).resolve(), rows=args.rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

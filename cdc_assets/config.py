@@ -1,0 +1,218 @@
+"""The task config: YAML (with `${VAR}` from the environment) -> validated pydantic models.
+
+Relative paths are resolved against the config file's folder, so `dagster dev`, the CLI and tests
+agree whatever their working directory.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from cdc_assets.core.tables import TableId
+from cdc_assets.core.urls import DbUrl, mask
+from cdc_assets.errors import ConfigError
+
+CONFIG_ENV = "CDC_ASSETS_CONFIG"
+DEBIAN_JARS = ("/usr/share/java/mariadb-java-client.jar", "/usr/share/java/postgresql.jar")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Endpoint(_Model):
+    db_type: Literal["mysql", "postgres"]
+    url: str
+
+    @property
+    def db_url(self) -> DbUrl:
+        return DbUrl.parse(self.url)
+
+    @model_validator(mode="after")
+    def _url_matches_type(self) -> "_Endpoint":
+        parsed = DbUrl.parse(self.url)
+        if parsed.db_type != self.db_type:
+            raise ValueError(f"url {mask(self.url)} is a {parsed.db_type} URL but db_type is {self.db_type}")
+        return self
+
+
+class SourceConfig(_Endpoint):
+    tables: list[str] = Field(min_length=1)
+    # For tables without a primary key: the column (unique, not null) to split and upsert on.
+    split_columns: dict[str, str] = {}
+
+    @field_validator("tables")
+    @classmethod
+    def _tables_are_qualified(cls, tables: list[str]) -> list[str]:
+        for name in tables:
+            TableId.parse(name)
+        if len(set(tables)) != len(tables):
+            raise ValueError("a table is listed twice")
+        return tables
+
+    @property
+    def table_ids(self) -> list[TableId]:
+        return [TableId.parse(t) for t in self.tables]
+
+
+class TargetConfig(_Endpoint):
+    pass
+
+
+class SnapshotConfig(_Model):
+    split_size: int = Field(100_000, ge=1)
+    partitions_per_run: int = Field(16, ge=1)
+    fetch_size: int = Field(10_000, ge=1)
+    write_batch_size: int = Field(10_000, ge=1)
+
+
+class SqliteResumer(_Model):
+    resume_type: Literal["sqlite"] = "sqlite"
+    path: Path | None = None  # default: <runtime.data_dir>/positions.sqlite
+
+
+class TargetResumer(_Model):
+    resume_type: Literal["from_target"]
+    table_full_name: str = "cdc_assets_meta.task_position"
+
+
+class DbResumer(_Model):
+    resume_type: Literal["from_db"]
+    db_type: Literal["mysql", "postgres"]
+    url: str
+    table_full_name: str = "cdc_assets_meta.task_position"
+
+
+class LogResumer(_Model):
+    resume_type: Literal["from_log"]
+    log_dir: Path | None = None  # default: runtime.log_dir
+
+
+ResumerConfig = Annotated[
+    Union[SqliteResumer, TargetResumer, DbResumer, LogResumer], Field(discriminator="resume_type")
+]
+
+
+class RuntimeConfig(_Model):
+    data_dir: Path = Path(".cdc")
+    log_dir: Path | None = None  # default: <data_dir>/logs
+
+
+class SparkConfig(_Model):
+    master: str = "local[*]"
+    conf: dict[str, str] = {}
+    jars: list[str] = list(DEBIAN_JARS)
+    driver_memory: str = "2g"
+
+    @field_validator("conf")
+    @classmethod
+    def _no_maven(cls, conf: dict[str, str]) -> dict[str, str]:
+        if "spark.jars.packages" in conf:
+            raise ValueError("spark.jars.packages downloads from Maven; list local jar files in spark.jars instead")
+        return conf
+
+
+class PipelineConfig(_Model):
+    checkpoint_after_events: int = Field(1000, ge=1)
+    checkpoint_interval_secs: float = Field(10, gt=0)
+    exactly_once: bool = False
+
+
+class TaskConfig(_Model):
+    task_id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
+    source: SourceConfig
+    target: TargetConfig
+    snapshot: SnapshotConfig = SnapshotConfig()
+    resumer: ResumerConfig = SqliteResumer()
+    runtime: RuntimeConfig = RuntimeConfig()
+    spark: SparkConfig = SparkConfig()
+    pipeline: PipelineConfig = PipelineConfig()
+
+    @model_validator(mode="after")
+    def _split_columns_name_tables(self) -> "TaskConfig":
+        unknown = set(self.source.split_columns) - set(self.source.tables)
+        if unknown:
+            raise ValueError(f"source.split_columns names tables not in source.tables: {sorted(unknown)}")
+        return self
+
+    @property
+    def data_dir(self) -> Path:
+        return self.runtime.data_dir
+
+    @property
+    def log_dir(self) -> Path:
+        return self.runtime.log_dir or self.runtime.data_dir / "logs"
+
+
+def load_config(path: str | os.PathLike | None = None) -> TaskConfig:
+    """Read, expand and validate a config file; `path` defaults to $CDC_ASSETS_CONFIG."""
+    path = path or os.environ.get(CONFIG_ENV)
+    if not path:
+        raise ConfigError("no config file given", f"pass --config FILE or set {CONFIG_ENV}")
+    file = Path(path).expanduser().resolve()
+    try:
+        raw = yaml.safe_load(file.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {file} does not exist", f"check the path or {CONFIG_ENV}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {file} is not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config file {file} must hold a mapping at the top level")
+    return parse_config(raw, base_dir=file.parent)
+
+
+def parse_config(raw: dict, base_dir: Path) -> TaskConfig:
+    try:
+        config = TaskConfig.model_validate(_expand(raw, ""))
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc), "fix the key named above; see README.md for the config reference") from None
+    return _resolve_paths(config, base_dir)
+
+
+def _expand(value, key: str):
+    if isinstance(value, dict):
+        return {k: _expand(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, f"{key}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, str):
+        def sub(match: re.Match) -> str:
+            name = match.group(1)
+            if name not in os.environ:
+                raise ConfigError(f"{key} refers to ${{{name}}}, which is not set", f"export {name}=... before running")
+            return os.environ[name]
+
+        return _VAR.sub(sub, value)
+    return value
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "config"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        # Never echo an input value: it may be a URL with a password in it.
+        lines.append(f"{where}: {mask(msg)}")
+    return "invalid config: " + "; ".join(lines)
+
+
+def _resolve_paths(config: TaskConfig, base_dir: Path) -> TaskConfig:
+    def resolve(p: Path | None) -> Path | None:
+        return None if p is None else (p if p.is_absolute() else (base_dir / p).resolve())
+
+    runtime = config.runtime.model_copy(
+        update={"data_dir": resolve(config.runtime.data_dir), "log_dir": resolve(config.runtime.log_dir)}
+    )
+    resumer = config.resumer
+    if isinstance(resumer, SqliteResumer) and resumer.path is not None:
+        resumer = resumer.model_copy(update={"path": resolve(resumer.path)})
+    if isinstance(resumer, LogResumer) and resumer.log_dir is not None:
+        resumer = resumer.model_copy(update={"log_dir": resolve(resumer.log_dir)})
+    return config.model_copy(update={"runtime": runtime, "resumer": resumer})

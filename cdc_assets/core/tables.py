@@ -1,0 +1,100 @@
+"""Tables and their columns as pure values.
+
+A MySQL database maps to a PostgreSQL schema of the same name and back, so a `TableId` is
+`namespace.name` on either side.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+
+from cdc_assets.errors import ConfigError
+
+_IDENT = re.compile(r"^[A-Za-z0-9_$]+$")
+
+
+@dataclass(frozen=True, order=True)
+class TableId:
+    namespace: str
+    name: str
+
+    @classmethod
+    def parse(cls, text: str) -> "TableId":
+        parts = text.split(".")
+        if len(parts) != 2 or not all(_IDENT.match(p) for p in parts):
+            raise ConfigError(
+                f"table '{text}' is not of the form database.table (MySQL) or schema.table (PostgreSQL)",
+                "write it qualified, e.g. shop.orders; names may use letters, digits, _ and $",
+            )
+        return cls(parts[0], parts[1])
+
+    def __str__(self) -> str:
+        return f"{self.namespace}.{self.name}"
+
+    @property
+    def asset_path(self) -> list[str]:
+        """Asset key parts: Dagster allows only [A-Za-z0-9_] in each part."""
+        return [re.sub(r"[^A-Za-z0-9_]", "_", self.namespace), re.sub(r"[^A-Za-z0-9_]", "_", self.name)]
+
+
+class Kind(str, Enum):
+    """Logical column kinds: what a value is, independent of the database that stores it."""
+
+    BOOL = "bool"
+    INT = "int"  # fits a signed 64-bit integer
+    UINT64 = "uint64"  # MySQL BIGINT UNSIGNED
+    DECIMAL = "decimal"
+    FLOAT32 = "float32"
+    FLOAT64 = "float64"
+    STRING = "string"
+    BINARY = "binary"
+    DATE = "date"
+    DATETIME = "datetime"  # wall clock, no time zone
+    TIMESTAMP = "timestamp"  # an instant (MySQL TIMESTAMP, PG timestamptz)
+    TIME = "time"  # MySQL TIME spans -838:59:59..838:59:59, PG time 00:00..24:00
+    INTERVAL = "interval"
+    YEAR = "year"
+    JSON = "json"
+    ENUM = "enum"
+    SET = "set"
+    BIT = "bit"
+    UUID = "uuid"
+    ARRAY = "array"
+    OTHER = "other"  # carried as text
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its logical kind plus the source's exact declaration (`native`)."""
+
+    name: str
+    kind: Kind
+    native: str  # e.g. "decimal(65,30)", "bigint unsigned", "timestamp(6) with time zone"
+    nullable: bool = True
+    length: int | None = None  # chars for strings, bits for BIT, bytes for fixed binary
+    precision: int | None = None  # digits for DECIMAL, fractional seconds for temporal kinds
+    scale: int | None = None
+    bits: int | None = None  # integer width: 8, 16, 24, 32, 64
+    unsigned: bool = False
+    values: tuple[str, ...] = ()  # ENUM / SET members
+    element: str | None = None  # ARRAY element type (PostgreSQL name)
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    table: TableId
+    columns: tuple[Column, ...]
+    primary_key: tuple[str, ...]  # or the configured split column for tables without one
+    key_is_configured: bool = field(default=False)
+
+    def column(self, name: str) -> Column:
+        for col in self.columns:
+            if col.name == name:
+                return col
+        raise KeyError(name)
+
+    @property
+    def split_column(self) -> Column:
+        """Splits cut on the first key column; rows sharing it always land in one split."""
+        return self.column(self.primary_key[0])

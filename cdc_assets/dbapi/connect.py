@@ -1,0 +1,50 @@
+"""Open DBAPI connections to MySQL/MariaDB and PostgreSQL, with errors that never show a password.
+
+Every session runs in UTC so temporal values mean the same thing on both sides.
+"""
+from __future__ import annotations
+
+import pymysql
+import psycopg2
+
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.errors import UnreachableError
+
+
+def connect(url: DbUrl, database: str | None = None, *, autocommit: bool = True):
+    db = url.database if database is None else database
+    try:
+        if url.db_type == "mysql":
+            return pymysql.connect(
+                host=url.host, port=url.port, user=url.user, password=url.password, database=db or None,
+                autocommit=autocommit, charset="utf8mb4", local_infile=True, connect_timeout=10,
+                init_command="SET time_zone = '+00:00'",
+            )
+        if url.db_type == "postgres":
+            conn = psycopg2.connect(
+                host=url.host, port=url.port, user=url.user or None, password=url.password or None,
+                dbname=db or "postgres", connect_timeout=10, options="-c TimeZone=UTC -c DateStyle=ISO",
+            )
+            conn.autocommit = autocommit
+            return conn
+    except (pymysql.err.OperationalError, psycopg2.OperationalError) as exc:
+        reason = str(exc).replace(url.password, "***") if url.password else str(exc)
+        raise UnreachableError(
+            f"cannot connect to {url.with_database(db)}: {reason.strip().splitlines()[0]}",
+            "check that the server runs, the host/port/user/password in the URL, and the network",
+        ) from None
+    raise ValueError(f"no DBAPI connection for {url.db_type}")
+
+
+def quote_ident(dialect: str, name: str) -> str:
+    if dialect == "mysql":
+        return "`" + name.replace("`", "``") + "`"
+    return '"' + name.replace('"', '""') + '"'
+
+
+def qualified(dialect: str, namespace: str, name: str) -> str:
+    return f"{quote_ident(dialect, namespace)}.{quote_ident(dialect, name)}"
+
+
+def placeholder(dialect: str) -> str:
+    return "?" if dialect == "sqlite" else "%s"

@@ -1,0 +1,70 @@
+"""`cdc-assets demo`: local servers, a seeded shop schema, a config, and the snapshot into PostgreSQL."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+from cdc_assets.dev import demo_schema
+from cdc_assets.dev.servers import attach, start_servers
+
+PASSWORD_ENV = "CDC_SRC_PASSWORD"
+
+
+def run_demo(base_dir: Path, rows: int) -> int:
+    from cdc_assets.cli import main
+
+    base_dir.mkdir(parents=True, exist_ok=True)
+    servers = attach(base_dir / "servers") or start_servers(base_dir / "servers")
+    mariadb, postgres = servers
+    print(f"MariaDB on 127.0.0.1:{mariadb.port}, PostgreSQL on 127.0.0.1:{postgres.port} (data in {base_dir / 'servers'})")
+    _seed(mariadb, rows)
+    postgres.create_database("warehouse")
+    config = _write_config(base_dir, mariadb.port, postgres.port)
+    os.environ.setdefault(PASSWORD_ENV, mariadb.password)
+    os.environ["DAGSTER_HOME"] = str(base_dir / "dagster_home")
+    code = main(["--config", str(config), "snapshot"])
+    print(
+        "\nOpen the same task in Dagster:\n"
+        f"  cd {base_dir} && {PASSWORD_ENV}=... DAGSTER_HOME={base_dir / 'dagster_home'} "
+        f"CDC_ASSETS_CONFIG={config} dagster dev -m cdc_assets.definitions\n"
+        f"  ({PASSWORD_ENV} is the demo MariaDB user's password: see {base_dir / 'servers' / 'servers.json'})\n"
+        f"Stop the servers: python -m cdc_assets.dev.servers stop {base_dir / 'servers'}"
+    )
+    return code
+
+
+def _seed(mariadb, rows: int) -> None:
+    conn = mariadb.connect()
+    try:
+        with conn.cursor() as cur:
+            for statement in demo_schema.ddl():
+                cur.execute(statement)
+            cur.execute("SELECT COUNT(*) FROM shop.orders")
+            if cur.fetchone()[0] >= rows:
+                return
+            for statement in demo_schema.seed(rows):
+                cur.execute(statement)
+            for table in demo_schema.TABLES:
+                cur.execute(f"ANALYZE TABLE {table}")
+                cur.fetchall()
+    finally:
+        conn.close()
+    print(f"seeded {', '.join(demo_schema.TABLES)}")
+
+
+def _write_config(base_dir: Path, mysql_port: int, pg_port: int) -> Path:
+    config = {
+        "task_id": "demo_shop",
+        "source": {"db_type": "mysql", "url": f"mysql://cdc:${{{PASSWORD_ENV}}}@127.0.0.1:{mysql_port}",
+                   "tables": demo_schema.TABLES},
+        "target": {"db_type": "postgres", "url": f"postgresql://postgres@127.0.0.1:{pg_port}/warehouse"},
+        "snapshot": {"split_size": 50_000, "partitions_per_run": 16},
+        "resumer": {"resume_type": "sqlite"},
+        "runtime": {"data_dir": "./state", "log_dir": "./state/logs"},
+        "spark": {"master": "local[*]"},
+    }
+    path = base_dir / "cdc_assets.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path

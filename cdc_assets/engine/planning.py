@@ -1,0 +1,56 @@
+"""Plan time: every check that can refuse a task runs here, before any split is read."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cdc_assets.core.splits import SplitPlan
+from cdc_assets.core.tables import TableId, TableSchema
+from cdc_assets.engine.plans import plan_table
+from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.errors import PlanError
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    schema: TableSchema
+    plan: SplitPlan
+    created: bool  # False: an existing frozen plan was kept
+
+
+def describe(rt: TaskRuntime, table: TableId) -> TableSchema:
+    return rt.source.describe(table, rt.config.source.split_columns.get(str(table)))
+
+
+def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
+    """Check source capture settings, tables, keys and the target; plan tables that have no plan yet.
+
+    An existing plan is kept as it is (plans are frozen); `replan=True` discards plans *and* positions,
+    because finished markers of an old plan say nothing about a new plan's splits.
+    """
+    rt.source.check_capture()
+    schemas = [describe(rt, t) for t in rt.config.source.table_ids]
+    for schema in schemas:
+        rt.sink.ensure_table(schema)
+    if replan:
+        for schema in schemas:
+            rt.plans.delete(schema.table)
+        rt.resumer.clear()
+    out = []
+    for schema in schemas:
+        existing = rt.plans.load(schema.table)
+        if existing is not None:
+            if existing.split_column != schema.split_column.name:
+                raise PlanError(
+                    f"the plan of {schema.table} splits on '{existing.split_column}' but the table now splits on "
+                    f"'{schema.split_column.name}'", "run `cdc-assets plan --replan` to re-plan and re-snapshot the task")
+            out.append(TablePlan(schema, existing, created=False))
+            continue
+        plan = plan_table(rt.source, schema, rt.config.snapshot.split_size)
+        rt.plans.save(plan)
+        out.append(TablePlan(schema, plan, created=True))
+    return out
+
+
+def load_plans(rt: TaskRuntime) -> dict[TableId, SplitPlan]:
+    """Plans that exist now, without touching any database."""
+    return {t: p for t in rt.config.source.table_ids if (p := rt.plans.load(t)) is not None}

@@ -1,0 +1,86 @@
+"""Everything one task needs at run time, opened lazily from its config and closed once."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable
+
+from cdc_assets.config import DbResumer, LogResumer, SqliteResumer, TargetResumer, TaskConfig
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.engine.plans import PlanStore
+from cdc_assets.resumer.logfile import PositionLog
+from cdc_assets.resumer.resumer import Resumer
+from cdc_assets.resumer.sql import SqlPositionStore
+from cdc_assets.resumer.sqlite import SqlitePositionStore
+from cdc_assets.sinks.base import SqlSink
+from cdc_assets.sinks.mysql import MysqlSink
+from cdc_assets.sinks.postgres import PostgresSink
+from cdc_assets.sources.base import Source
+from cdc_assets.sources.mysql.source import MysqlSource
+from cdc_assets.sources.postgres.source import PostgresSource
+
+
+@dataclass
+class PhaseHooks:
+    """Called at the watermarks, so tests can change the source or crash at a chosen point."""
+
+    after_low: Callable[[list[str]], None] | None = None
+    after_write: Callable[[list[str]], None] | None = None
+    after_high: Callable[[list[str]], None] | None = None
+
+
+class TaskRuntime:
+    def __init__(self, config: TaskConfig, hooks: PhaseHooks | None = None) -> None:
+        self.config = config
+        self.hooks = hooks or PhaseHooks()
+        self.plans = PlanStore(config.data_dir, config.task_id)
+        self._spark = None
+
+    @cached_property
+    def source(self) -> Source:
+        url = self.config.source.db_url
+        return MysqlSource(url) if url.db_type == "mysql" else PostgresSource(url)
+
+    @cached_property
+    def sink(self) -> SqlSink:
+        url = self.config.target.db_url
+        cls = MysqlSink if url.db_type == "mysql" else PostgresSink
+        return cls(url, self.config.source.db_type)
+
+    @cached_property
+    def resumer(self) -> Resumer:
+        log = PositionLog(self.config.log_dir)
+        r = self.config.resumer
+        if isinstance(r, SqliteResumer):
+            store = SqlitePositionStore(r.path or self.config.data_dir / "positions.sqlite")
+        elif isinstance(r, TargetResumer):
+            store = SqlPositionStore(self.config.target.db_url, r.table_full_name, "from_target")
+        elif isinstance(r, DbResumer):
+            store = SqlPositionStore(DbUrl.parse(r.url, "resumer.url"), r.table_full_name, "from_db")
+        elif isinstance(r, LogResumer):
+            store = log if r.log_dir is None else PositionLog(r.log_dir)
+            log = store
+        return Resumer(self.config.task_id, store, log, self.config.source.db_type)
+
+    @property
+    def spark(self):
+        if self._spark is None:
+            from cdc_assets.spark.session import build_session  # Spark starts in seconds: only when reading
+
+            self._spark = build_session(self.config.spark, app_name=f"cdc_assets:{self.config.task_id}")
+        return self._spark
+
+    def adopt_spark(self, session) -> None:
+        """Share a session someone else owns (tests, the Dagster resource) instead of starting one."""
+        self._spark = session
+
+    def close(self, stop_spark: bool = True) -> None:
+        for name in ("source", "sink", "resumer"):
+            if name in self.__dict__:
+                self.__dict__.pop(name).close()
+        if self._spark is not None and stop_spark:
+            self._spark.stop()
+        self._spark = None
+
+    def describe_store(self) -> str:
+        return self.resumer.store.describe() + f"; logs in {self.config.log_dir}"

@@ -1,0 +1,111 @@
+"""The snapshot of a batch of splits of one table: low watermark, Spark read and staging write, high
+watermark, then one target transaction that upserts the rows (and, with `from_target`, writes the
+finished markers). Splits already finished are skipped, never re-read.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from cdc_assets.core.keys import range_predicate
+from cdc_assets.core.positions import position_from_json
+from cdc_assets.core.splits import Split, SplitPlan
+from cdc_assets.core.tables import TableId, TableSchema
+from cdc_assets.engine.planning import describe
+from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.errors import PlanError
+from cdc_assets.resumer.resumer import SplitWatermarks
+from cdc_assets.sinks.base import SPLIT_COLUMN, Transport
+from cdc_assets.spark.jdbc import read_splits, write_staging
+
+
+@dataclass(frozen=True)
+class SplitResult:
+    split_id: str
+    rows: int
+    bytes: int
+    low_watermark: str
+    high_watermark: str
+    seconds: float
+    skipped: bool = False  # finished before this run: not read again
+
+    @property
+    def rows_per_sec(self) -> float:
+        return self.rows / self.seconds if self.seconds > 0 else 0.0
+
+
+def snapshot_splits(rt: TaskRuntime, table: TableId, split_ids: list[str]) -> list[SplitResult]:
+    plan = rt.plans.load(table)
+    if plan is None:
+        raise PlanError(f"{table} has no split plan", "run `cdc-assets plan` first")
+    finished = rt.resumer.finished()
+    done = [_skipped(finished[s]) for s in split_ids if s in finished]
+    todo = [plan.split(s) for s in split_ids if s not in finished]
+    if not todo:
+        return done
+    return done + _read_and_commit(rt, plan, describe(rt, table), todo)
+
+
+def _read_and_commit(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: list[Split]) -> list[SplitResult]:
+    started = time.monotonic()
+    source, sink, resumer = rt.source, rt.sink, rt.resumer
+    transports = [Transport(c, source.select_expr(c, sink.dialect)[1]) for c in schema.columns]
+    staging = sink.staging_table(schema.table, splits[0].index)
+    sink.create_staging(staging, transports)
+    ids = [s.id for s in splits]
+
+    low = source.current_position()
+    reads = resumer.record_low([SplitWatermarks(s, plan.plan_id, low) for s in splits])
+    _call(rt.hooks.after_low, ids)
+    frame = read_splits(rt.spark, source.jdbc(), _queries(rt, plan, schema, splits), rt.config.snapshot.fetch_size)
+    write_staging(frame, sink.jdbc(), sink.table_sql(staging), rt.config.snapshot.write_batch_size)
+    _call(rt.hooks.after_write, ids)
+    high = source.current_position()
+    marks = [SplitWatermarks(s, plan.plan_id, low, high) for s in splits]
+    resumer.record_high(marks, reads)
+    _call(rt.hooks.after_high, ids)
+
+    by_index = {s.index: s.id for s in splits}
+    finished: list = []
+
+    def write_markers(cursor, counts: dict[int, int]) -> None:
+        finished.extend(resumer.finished_records(marks, {by_index[i]: n for i, n in counts.items()}))
+        if resumer.writes_in_target:
+            resumer.write_in(cursor, finished)
+
+    result = sink.commit(schema, staging, transports, write_markers)
+    resumer.mark_finished(finished)
+    seconds = time.monotonic() - started
+    total = sum(result.rows_by_split.values()) or 1
+    return [
+        SplitResult(s.id, result.rows_by_split.get(s.index, 0),
+                    result.staged_bytes * result.rows_by_split.get(s.index, 0) // total,
+                    str(low), str(high), seconds)
+        for s in splits
+    ]
+
+
+def _queries(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: list[Split]) -> dict[int, str]:
+    source = rt.source
+    exprs = ", ".join(f"{source.select_expr(c, rt.sink.dialect)[0]} AS {source.quote(c.name)}" for c in schema.columns)
+    key = source.quote(plan.split_column)
+    return {
+        s.index: f"SELECT {s.index} AS {SPLIT_COLUMN}, {exprs} FROM {source.table_sql(schema.table)} "
+                 f"WHERE {range_predicate(key, s.range, plan.key_kind, source.dialect)}"
+        for s in splits
+    }
+
+
+def _skipped(record) -> SplitResult:
+    d = record.position_data
+    return SplitResult(record.position_key, int(d.get("rows", 0)), 0, _text(d["low_watermark"]),
+                       _text(d["high_watermark"]), 0.0, skipped=True)
+
+
+def _text(position_json: dict) -> str:
+    return str(position_from_json(position_json))
+
+
+def _call(hook, ids: list[str]) -> None:
+    if hook is not None:
+        hook(ids)

@@ -1,0 +1,42 @@
+"""Typed, actionable errors: what failed, on which object, and what to do about it.
+
+Every message is safe to log: URLs are rendered masked before they reach an error.
+"""
+from __future__ import annotations
+
+
+class CdcError(Exception):
+    """Base error; `hint` tells the user the way out."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(f"{message} -- {hint}" if hint else message)
+
+
+class ConfigError(CdcError):
+    """The YAML config is invalid: names the key and what is expected."""
+
+
+class UnreachableError(CdcError):
+    """A database did not answer; transient, worth retrying."""
+
+
+class SourceSetupError(CdcError):
+    """The source cannot be captured as configured (log settings, privileges)."""
+
+
+class TableError(CdcError):
+    """A configured table is missing or cannot be split."""
+
+
+class PlanError(CdcError):
+    """The frozen split plan and the request disagree."""
+
+
+class SplitFailed(CdcError):
+    """A split could not be read or committed; it stays unfinished and is retried."""
+
+
+class PositionLost(CdcError):
+    """The log position to resume from no longer exists (purged binlog, dropped slot)."""

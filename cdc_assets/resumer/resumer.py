@@ -1,0 +1,103 @@
+"""The resumer: records each split's watermarks and finished marker, and answers what is already done.
+
+Every record goes to the position store and to position.log/finished.log. When the store lives in the
+target (`from_target`), finished markers are written by the sink inside the commit transaction instead.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from cdc_assets.core.positions import Position
+from cdc_assets.core.splits import Split
+from cdc_assets.resumer.logfile import PositionLog
+from cdc_assets.resumer.records import SNAPSHOT_DOING, SNAPSHOT_FINISHED, PositionRecord
+from cdc_assets.resumer.store import PositionStore
+
+
+@dataclass(frozen=True)
+class SplitWatermarks:
+    split: Split
+    plan_id: str
+    low: Position
+    high: Position | None = None
+
+
+class Resumer:
+    def __init__(self, task_id: str, store: PositionStore, log: PositionLog, db_type: str) -> None:
+        self.task_id = task_id
+        self.store = store
+        self.log = log
+        self.db_type = db_type
+        self.writes_in_target = getattr(store, "resume_type", "") == "from_target"
+
+    def _put(self, records: Sequence[PositionRecord], *, store: bool = True) -> None:
+        if store and self.store is not self.log:
+            self.store.put(records)
+        self.log.put(records)
+
+    def _base(self, w: SplitWatermarks) -> dict:
+        return {
+            "db_type": self.db_type, "schema": w.split.table.namespace, "tb": w.split.table.name,
+            "split": w.split.id, "plan_id": w.plan_id,
+            "start": w.split.range.start, "end": w.split.range.end,
+            "low_watermark": w.low.to_json(),
+        }
+
+    def record_low(self, watermarks: Sequence[SplitWatermarks]) -> dict[str, int]:
+        """Before the read: the position every change not in the snapshot comes after.
+
+        Returns how many times each split has now been read (1 unless a crash or failure came between)."""
+        doing = {r.position_key: r for r in self.records() if r.resumer_type == SNAPSHOT_DOING}
+        records = []
+        for w in watermarks:
+            reads = int(doing[w.split.id].position_data.get("reads", 0)) + 1 if w.split.id in doing else 1
+            data = {"type": "RdbSnapshot", **self._base(w), "phase": "LOW_RECORDED", "reads": reads}
+            records.append(PositionRecord(self.task_id, SNAPSHOT_DOING, w.split.id, data))
+        self._put(records)
+        return {r.position_key: r.position_data["reads"] for r in records}
+
+    def record_high(self, watermarks: Sequence[SplitWatermarks], reads: dict[str, int]) -> None:
+        records = [
+            PositionRecord(self.task_id, SNAPSHOT_DOING, w.split.id, {
+                "type": "RdbSnapshot", **self._base(w), "phase": "HIGH_RECORDED", "reads": reads[w.split.id],
+                "high_watermark": w.high.to_json(),
+            })
+            for w in watermarks
+        ]
+        self._put(records)
+
+    def finished_records(self, watermarks: Sequence[SplitWatermarks], rows: dict[str, int]) -> list[PositionRecord]:
+        return [
+            PositionRecord(self.task_id, SNAPSHOT_FINISHED, w.split.id, {
+                "type": "RdbSnapshotFinished", **self._base(w), "high_watermark": w.high.to_json(),
+                "rows": rows.get(w.split.id, 0),
+            })
+            for w in watermarks
+        ]
+
+    def write_in(self, cursor, records: Sequence[PositionRecord]) -> None:
+        """Write records through a caller's cursor: the target's commit transaction (`from_target`)."""
+        self.store.write_in(cursor, records)
+
+    def mark_finished(self, records: Sequence[PositionRecord]) -> None:
+        """After the commit: the store (unless the commit already wrote it) and finished.log."""
+        self._put(records, store=not self.writes_in_target)
+
+    def records(self) -> list[PositionRecord]:
+        return self.store.load(self.task_id)
+
+    def finished(self) -> dict[str, PositionRecord]:
+        return {r.position_key: r for r in self.records() if r.resumer_type == SNAPSHOT_FINISHED}
+
+    def reads(self) -> dict[str, int]:
+        return {r.position_key: int(r.position_data.get("reads", 0))
+                for r in self.records() if r.resumer_type == SNAPSHOT_DOING}
+
+    def clear(self) -> None:
+        self.store.clear(self.task_id)
+        if self.store is not self.log:
+            self.log.clear(self.task_id)
+
+    def close(self) -> None:
+        self.store.close()

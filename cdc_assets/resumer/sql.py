@@ -1,0 +1,66 @@
+"""Position table in a MySQL/PostgreSQL database: the target (`from_target`) or a named one (`from_db`).
+
+With `from_target`, the sink runs `statements()` inside the same transaction that makes a split's rows
+visible, so rows and finished marker commit together or not at all.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.dbapi.connect import connect, placeholder, qualified, quote_ident
+from cdc_assets.resumer.records import PositionRecord
+from cdc_assets.resumer.store import create_table_sql, rows_to_records, select_sql, upsert_params, upsert_sql
+
+
+class SqlPositionStore:
+    def __init__(self, url: DbUrl, table_full_name: str, resume_type: str) -> None:
+        namespace, _, name = table_full_name.partition(".")
+        if not name:
+            namespace, name = "cdc_assets_meta", namespace
+        self.url = url
+        self.dialect = url.db_type
+        self.resume_type = resume_type
+        self.table = qualified(self.dialect, namespace, name)
+        self._namespace = namespace
+        self._conn = connect(url)
+        self._ensure_table()
+
+    def _ensure_table(self) -> None:
+        ns = quote_ident(self.dialect, self._namespace)
+        with self._conn.cursor() as cur:
+            cur.execute(f"CREATE {'DATABASE' if self.dialect == 'mysql' else 'SCHEMA'} IF NOT EXISTS {ns}")
+            cur.execute(create_table_sql(self.table, self.dialect))
+
+    def statements(self, records: Sequence[PositionRecord]) -> tuple[str, list[tuple]]:
+        """The upsert to run in a caller's transaction on the same database."""
+        return upsert_sql(self.table, self.dialect, placeholder(self.dialect)), upsert_params(records)
+
+    def write_in(self, cursor, records: Sequence[PositionRecord]) -> None:
+        sql, params = self.statements(records)
+        cursor.executemany(sql, params)
+
+    def put(self, records: Sequence[PositionRecord]) -> None:
+        with self._conn.cursor() as cur:
+            cur.execute("BEGIN")
+            try:
+                self.write_in(cur, records)
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+
+    def load(self, task_id: str) -> list[PositionRecord]:
+        with self._conn.cursor() as cur:
+            cur.execute(select_sql(self.table, placeholder(self.dialect)), (task_id,))
+            return rows_to_records(cur.fetchall())
+
+    def clear(self, task_id: str) -> None:
+        with self._conn.cursor() as cur:
+            cur.execute(f"DELETE FROM {self.table} WHERE task_id = {placeholder(self.dialect)}", (task_id,))
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def describe(self) -> str:
+        return f"table {self.table} in {self.url}"

@@ -1,0 +1,69 @@
+"""The position store protocol, and the SQL every table-backed store shares."""
+from __future__ import annotations
+
+import json
+from typing import Iterable, Protocol, Sequence
+
+from cdc_assets.resumer.records import PositionRecord
+
+
+class PositionStore(Protocol):
+    """Where position records live. `put` is durable when it returns."""
+
+    def put(self, records: Sequence[PositionRecord]) -> None: ...
+
+    def load(self, task_id: str) -> list[PositionRecord]: ...
+
+    def clear(self, task_id: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+COLUMNS = "task_id, resumer_type, position_key, position_data, created_at, updated_at"
+
+
+def upsert_sql(table: str, dialect: str, placeholder: str) -> str:
+    """One statement that inserts a record or replaces its data, for sqlite, postgres and mysql."""
+    values = ", ".join([placeholder] * 6)
+    head = f"INSERT INTO {table} ({COLUMNS}) VALUES ({values}) "
+    if dialect == "mysql":
+        return head + "ON DUPLICATE KEY UPDATE position_data = VALUES(position_data), updated_at = VALUES(updated_at)"
+    return head + (
+        "ON CONFLICT (task_id, resumer_type, position_key) "
+        "DO UPDATE SET position_data = excluded.position_data, updated_at = excluded.updated_at"
+    )
+
+
+def upsert_params(records: Iterable[PositionRecord]) -> list[tuple]:
+    return [
+        (r.task_id, r.resumer_type, r.position_key, r.data_json, r.updated_at, r.updated_at) for r in records
+    ]
+
+
+_ID_COLUMN = {"mysql": "BIGINT AUTO_INCREMENT", "postgres": "BIGSERIAL", "sqlite": "INTEGER"}
+
+
+def create_table_sql(table: str, dialect: str) -> str:
+    # MySQL cannot index TEXT without a prefix length, hence VARCHAR for the key columns there.
+    key = "VARCHAR(255)" if dialect == "mysql" else "TEXT"
+    data = "LONGTEXT" if dialect == "mysql" else "TEXT"
+    return (
+        f"CREATE TABLE IF NOT EXISTS {table} (id {_ID_COLUMN[dialect]} PRIMARY KEY, "
+        f"task_id {key} NOT NULL, resumer_type {key} NOT NULL, position_key {key} NOT NULL, "
+        f"position_data {data} NOT NULL, created_at {key} NOT NULL, updated_at {key} NOT NULL, "
+        "UNIQUE (task_id, resumer_type, position_key))"
+    )
+
+
+def rows_to_records(rows: Iterable[tuple]) -> list[PositionRecord]:
+    return [
+        PositionRecord(task_id, rtype, key, json.loads(data), updated)
+        for task_id, rtype, key, data, updated in rows
+    ]
+
+
+def select_sql(table: str, placeholder: str) -> str:
+    return (
+        f"SELECT task_id, resumer_type, position_key, position_data, updated_at FROM {table} "
+        f"WHERE task_id = {placeholder} ORDER BY id"
+    )

@@ -1,0 +1,134 @@
+"""The relational sink: target tables, staging tables Spark writes into, and the commit that makes a batch
+of splits visible with an idempotent upsert, together with whatever the caller writes in the same transaction.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from cdc_assets.core.jdbc import JdbcEndpoint
+from cdc_assets.core.tables import Column, TableId, TableSchema
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.dbapi.connect import connect, qualified, quote_ident
+from cdc_assets.dbapi.jdbc import jdbc_for
+from cdc_assets.errors import TableError
+
+SPLIT_COLUMN = "_cdc_split"
+
+
+@dataclass(frozen=True)
+class Transport:
+    """How one column travels from source to target: native through Spark, or as text parsed by the target."""
+
+    column: Column
+    as_text: bool
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    rows_by_split: dict[int, int]
+    staged_bytes: int
+
+
+class SqlSink:
+    dialect: str
+    text_type: str
+
+    def __init__(self, url: DbUrl, source_dialect: str) -> None:
+        self.url = url
+        self.source_dialect = source_dialect
+        self.conn = connect(url, autocommit=True)
+
+    # -- hooks the dialects fill in
+    def column_type(self, column: Column, in_key: bool) -> str:
+        raise NotImplementedError
+
+    def load_expr(self, t: Transport, staged: str) -> str:
+        raise NotImplementedError
+
+    def upsert_sql(self, target: str, columns: list[str], key: tuple[str, ...], select: str) -> str:
+        raise NotImplementedError
+
+    def create_namespace_sql(self, namespace: str) -> str:
+        raise NotImplementedError
+
+    def relation_bytes(self, table: str, name: TableId) -> int:
+        raise NotImplementedError
+
+    def existing_columns(self, table: TableId) -> set[str] | None:
+        raise NotImplementedError
+
+    def staging_prefix(self) -> str:
+        return "CREATE TABLE"
+
+    # -- shared behaviour
+    def q(self, name: str) -> str:
+        return quote_ident(self.dialect, name)
+
+    def table_sql(self, table: TableId) -> str:
+        return qualified(self.dialect, table.namespace, table.name)
+
+    def jdbc(self) -> JdbcEndpoint:
+        return jdbc_for(self.url, write=True)
+
+    def ensure_table(self, schema: TableSchema) -> bool:
+        """Create the target table when missing (returns True); accept an existing one holding every column."""
+        existing = self.existing_columns(schema.table)
+        if existing is not None:
+            missing = [c.name for c in schema.columns if c.name not in existing]
+            if missing:
+                raise TableError(
+                    f"target table {schema.table} exists but lacks columns {missing} on {self.url}",
+                    "add them, or drop the target table so it is created from the source")
+            return False
+        cols = [f"{self.q(c.name)} {self.column_type(c, c.name in schema.primary_key)}"
+                f"{' NOT NULL' if not c.nullable or c.name in schema.primary_key else ''}" for c in schema.columns]
+        key = ", ".join(self.q(k) for k in schema.primary_key)
+        with self.conn.cursor() as cur:
+            cur.execute(self.create_namespace_sql(schema.table.namespace))
+            cur.execute(f"CREATE TABLE {self.table_sql(schema.table)} ({', '.join(cols)}, PRIMARY KEY ({key}))")
+        return True
+
+    def staging_table(self, table: TableId, first_split: int) -> TableId:
+        # Deterministic per batch: a crashed run's staging table is replaced, not left to pile up.
+        return TableId(table.namespace, f"_cdc_stage_{table.name[:36]}_{first_split}")
+
+    def create_staging(self, staging: TableId, transports: list[Transport]) -> None:
+        cols = [f"{self.q(SPLIT_COLUMN)} INTEGER NOT NULL"] + [
+            f"{self.q(t.column.name)} {self.text_type if t.as_text else self.column_type(t.column, False)}"
+            for t in transports
+        ]
+        with self.conn.cursor() as cur:
+            cur.execute(self.create_namespace_sql(staging.namespace))
+            cur.execute(f"DROP TABLE IF EXISTS {self.table_sql(staging)}")
+            cur.execute(f"{self.staging_prefix()} {self.table_sql(staging)} ({', '.join(cols)})")
+
+    def drop_staging(self, staging: TableId) -> None:
+        with self.conn.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS {self.table_sql(staging)}")
+
+    def commit(self, schema: TableSchema, staging: TableId, transports: list[Transport],
+               in_transaction: Callable[[object], None] | None = None) -> CommitResult:
+        """Upsert the staged rows into the target and run `in_transaction(cursor)` in one transaction."""
+        stage_sql = self.table_sql(staging)
+        names = [t.column.name for t in transports]
+        select = (f"SELECT {', '.join(self.load_expr(t, self.q(t.column.name)) for t in transports)} "
+                  f"FROM {stage_sql}")
+        staged_bytes = self.relation_bytes(stage_sql, staging)
+        with self.conn.cursor() as cur:
+            cur.execute("BEGIN")
+            try:
+                cur.execute(f"SELECT {self.q(SPLIT_COLUMN)}, COUNT(*) FROM {stage_sql} GROUP BY {self.q(SPLIT_COLUMN)}")
+                counts = {int(i): int(n) for i, n in cur.fetchall()}
+                cur.execute(self.upsert_sql(self.table_sql(schema.table), names, schema.primary_key, select))
+                if in_transaction is not None:
+                    in_transaction(cur)
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+        self.drop_staging(staging)
+        return CommitResult(counts, staged_bytes)
+
+    def close(self) -> None:
+        self.conn.close()

@@ -1,0 +1,82 @@
+"""MySQL/MariaDB as a target: type mapping, staging, and `INSERT ... ON DUPLICATE KEY UPDATE`."""
+from __future__ import annotations
+
+from cdc_assets.core.tables import Column, Kind, TableId
+from cdc_assets.sinks.base import SqlSink, Transport
+
+_FROM_POSTGRES = {
+    Kind.BOOL: "tinyint(1)", Kind.FLOAT32: "float", Kind.FLOAT64: "double", Kind.BINARY: "longblob",
+    Kind.DATE: "date", Kind.JSON: "json", Kind.UUID: "char(36)", Kind.ARRAY: "json", Kind.ENUM: "text",
+    Kind.INTERVAL: "varchar(255)", Kind.OTHER: "longtext",
+}
+_INTS = {16: "smallint", 32: "int", 64: "bigint"}
+
+
+class MysqlSink(SqlSink):
+    dialect = "mysql"
+    text_type = "LONGTEXT"
+
+    def column_type(self, column: Column, in_key: bool) -> str:
+        if self.source_dialect == "mysql":
+            # MariaDB reports JSON as longtext; declaring json restores its validity check.
+            return "json" if column.kind == Kind.JSON else column.native
+        declared = postgres_to_mysql(column)
+        # MySQL cannot index unbounded TEXT/BLOB: key columns get the longest indexable form.
+        if in_key and declared in ("longtext", "text"):
+            return "varchar(768)"
+        if in_key and declared == "longblob":
+            return "varbinary(3072)"
+        return declared
+
+    def load_expr(self, t: Transport, staged: str) -> str:
+        if t.as_text and t.column.kind == Kind.BIT:
+            return f"CAST(CONV({staged}, 2, 10) AS UNSIGNED)"  # a bit string, not its characters' bytes
+        return staged  # MySQL parses text into temporal, JSON, ENUM/SET and DECIMAL columns on insert
+
+    def upsert_sql(self, target: str, columns: list[str], key: tuple[str, ...], select: str) -> str:
+        cols = ", ".join(self.q(c) for c in columns)
+        updates = [f"{self.q(c)} = VALUES({self.q(c)})" for c in columns if c not in key]
+        if not updates:
+            return f"INSERT IGNORE INTO {target} ({cols}) {select}"
+        return f"INSERT INTO {target} ({cols}) {select} ON DUPLICATE KEY UPDATE {', '.join(updates)}"
+
+    def create_namespace_sql(self, namespace: str) -> str:
+        return f"CREATE DATABASE IF NOT EXISTS {self.q(namespace)} CHARACTER SET utf8mb4"
+
+    def relation_bytes(self, table: str, name: TableId) -> int:
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT COALESCE(DATA_LENGTH, 0) + COALESCE(INDEX_LENGTH, 0) FROM information_schema.TABLES "
+                        "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (name.namespace, name.name))
+            row = cur.fetchone()
+        return int(row[0]) if row else 0
+
+    def existing_columns(self, table: TableId) -> set[str] | None:
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                        (table.namespace, table.name))
+            names = {r[0] for r in cur.fetchall()}
+        return names or None
+
+
+def postgres_to_mysql(column: Column) -> str:
+    kind = column.kind
+    if kind == Kind.INT:
+        return _INTS[column.bits or 64]
+    if kind == Kind.DECIMAL:
+        # MySQL caps DECIMAL at (65,30); unconstrained PostgreSQL numeric gets the widest it has (README: lossy).
+        if column.precision is None or column.precision > 65 or (column.scale or 0) > 30:
+            return "decimal(65,30)"
+        return f"decimal({column.precision},{column.scale})"
+    if kind == Kind.STRING:
+        if column.length is not None:
+            base = "char" if column.native.startswith("character(") else "varchar"
+            return f"{base}({column.length})"
+        return "longtext"
+    if kind in (Kind.DATETIME, Kind.TIMESTAMP):
+        # DATETIME, not TIMESTAMP: MySQL TIMESTAMP ends in 2038. Instants are stored as their UTC wall clock.
+        return f"datetime({min(column.precision or 0, 6)})"
+    if kind == Kind.TIME:
+        return f"time({min(column.precision or 0, 6)})"
+    if kind == Kind.BIT:
+        return f"bit({column.length})" if column.length and column.length <= 64 else "varchar(255)"
+    return _FROM_POSTGRES[kind]

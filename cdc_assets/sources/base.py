@@ -1,0 +1,127 @@
+"""What every relational source offers the planner and the snapshot, whatever its log protocol."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Protocol
+
+from cdc_assets.core.events import Idle, SchemaChange, Transaction
+from cdc_assets.core.jdbc import JdbcEndpoint
+from cdc_assets.core.keys import key_kind, to_key_value, to_param
+from cdc_assets.core.positions import Position
+from cdc_assets.core.splits import KeyValue
+from cdc_assets.core.tables import Column, TableId, TableSchema
+from cdc_assets.errors import TableError
+
+
+@dataclass(frozen=True)
+class KeyStats:
+    min: KeyValue | None
+    max: KeyValue | None
+    rows: int  # estimate from statistics, exact when statistics are missing
+
+
+class Source(Protocol):
+    dialect: str
+
+    def check_capture(self) -> None:
+        """Raise SourceSetupError when the server cannot be captured (binlog off, wal_level, ...)."""
+
+    def describe(self, table: TableId, split_column: str | None = None) -> TableSchema: ...
+
+    def current_position(self) -> Position: ...
+
+    def key_stats(self, schema: TableSchema, kind: str) -> KeyStats: ...
+
+    def key_at_offset(self, schema: TableSchema, kind: str, start: KeyValue | None, offset: int) -> KeyValue | None: ...
+
+    def next_key_after(self, schema: TableSchema, kind: str, value: KeyValue) -> KeyValue | None: ...
+
+    def jdbc(self) -> JdbcEndpoint: ...
+
+    def select_expr(self, column: Column, target_dialect: str) -> tuple[str, bool]:
+        """SQL for one column in the snapshot read, and whether it travels as text."""
+
+    def table_sql(self, table: TableId) -> str: ...
+
+    def quote(self, name: str) -> str: ...
+
+    def close(self) -> None: ...
+
+
+class LogReader(Protocol):
+    """Reads committed transactions from a source log (binlog, logical replication, change stream)."""
+
+    def read(self, start: Position, stop_at: Position | None = None) -> Iterator[Transaction | SchemaChange | Idle]:
+        """Yield what committed after `start`, in log order, whole transactions only.
+
+        With `stop_at`, return once every transaction ending at or before it was yielded (a bounded
+        catch-up); without it, keep reading and yield `Idle` when the log is quiet, until `close()`.
+        Raises PositionLost when `start` is no longer in the log.
+        """
+
+    def acknowledge(self, position: Position) -> None:
+        """The target stored everything up to `position`: the source may release the log before it."""
+
+    def close(self) -> None: ...
+
+
+class SqlKeyProbes:
+    """Key probes in SQL both MySQL and PostgreSQL accept; needs `self.conn`, `quote()` and `table_sql()`."""
+
+    def _scalar(self, sql: str, params: tuple = ()):
+        with self.conn.cursor() as cur:
+            cur.execute(sql, params)
+            row = cur.fetchone()
+        return None if row is None else row[0]
+
+    def key_at_offset(self, schema: TableSchema, kind: str, start: KeyValue | None, offset: int) -> KeyValue | None:
+        """The split-column value `offset` rows after `start` (inclusive) in key order, or None past the end."""
+        k = self.quote(schema.split_column.name)
+        where, params = (f"WHERE {k} >= %s ", (to_param(start, kind),)) if start is not None else ("", ())
+        value = self._scalar(f"SELECT {k} FROM {self.table_sql(schema.table)} {where}ORDER BY {k} LIMIT 1 OFFSET {offset}", params)
+        return None if value is None else to_key_value(value, kind)
+
+    def next_key_after(self, schema: TableSchema, kind: str, value: KeyValue) -> KeyValue | None:
+        k = self.quote(schema.split_column.name)
+        found = self._scalar(f"SELECT MIN({k}) FROM {self.table_sql(schema.table)} WHERE {k} > %s", (to_param(value, kind),))
+        return None if found is None else to_key_value(found, kind)
+
+    def _min_max(self, schema: TableSchema, kind: str) -> tuple[KeyValue | None, KeyValue | None]:
+        k = self.quote(schema.split_column.name)
+        with self.conn.cursor() as cur:
+            cur.execute(f"SELECT MIN({k}), MAX({k}) FROM {self.table_sql(schema.table)}")
+            lo, hi = cur.fetchone()
+        return (None if lo is None else to_key_value(lo, kind)), (None if hi is None else to_key_value(hi, kind))
+
+    def _count(self, table: TableId) -> int:
+        return int(self._scalar(f"SELECT COUNT(*) FROM {self.table_sql(table)}"))
+
+
+def resolve_key(table: TableId, columns: tuple[Column, ...], pk: tuple[str, ...], split_column: str | None,
+                is_unique) -> TableSchema:
+    """Pick the key the snapshot splits and upserts on: the primary key, or a configured unique column."""
+    names = {c.name for c in columns}
+    if split_column is None:
+        if not pk:
+            raise TableError(
+                f"table {table} has no primary key",
+                f"add one, or set source.split_columns: {{{table}: <unique NOT NULL column>}}")
+        key = pk
+    else:
+        if split_column not in names:
+            raise TableError(f"split column '{split_column}' does not exist in table {table}",
+                             f"pick one of: {', '.join(sorted(names))}")
+        if pk and split_column != pk[0]:
+            raise TableError(f"split column '{split_column}' of {table} is not its primary key's first column ({pk[0]})",
+                             "remove it from source.split_columns; tables with a primary key split on it")
+        key = pk or (split_column,)
+        if not pk:
+            col = next(c for c in columns if c.name == split_column)
+            if col.nullable or not is_unique(split_column):
+                raise TableError(f"split column '{split_column}' of {table} must be NOT NULL and carry a unique index",
+                                 "add a unique index on it (upserts need a unique key), or choose another column")
+    schema = TableSchema(table, columns, key, key_is_configured=not pk)
+    if key_kind(schema.split_column) is None:
+        raise TableError(f"cannot split {table} on column '{key[0]}' of type {schema.split_column.native}",
+                         "split on an integer, decimal, string, uuid, date or binary column")
+    return schema

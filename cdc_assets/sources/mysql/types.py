@@ -1,0 +1,61 @@
+"""MySQL/MariaDB column declarations (information_schema.COLUMNS) -> logical columns, and how each
+column travels in the snapshot read: natively through Spark, or as canonical text that the target parses.
+"""
+from __future__ import annotations
+
+import re
+
+from cdc_assets.core.tables import Column, Kind
+
+_INTS = {"tinyint": 8, "smallint": 16, "mediumint": 24, "int": 32, "integer": 32, "bigint": 64}
+_SIMPLE = {
+    "float": Kind.FLOAT32, "double": Kind.FLOAT64, "real": Kind.FLOAT64,
+    "char": Kind.STRING, "varchar": Kind.STRING, "tinytext": Kind.STRING, "text": Kind.STRING,
+    "mediumtext": Kind.STRING, "longtext": Kind.STRING,
+    "binary": Kind.BINARY, "varbinary": Kind.BINARY, "tinyblob": Kind.BINARY, "blob": Kind.BINARY,
+    "mediumblob": Kind.BINARY, "longblob": Kind.BINARY,
+    "date": Kind.DATE, "datetime": Kind.DATETIME, "timestamp": Kind.TIMESTAMP, "time": Kind.TIME,
+    "year": Kind.YEAR, "json": Kind.JSON, "enum": Kind.ENUM, "set": Kind.SET, "bit": Kind.BIT,
+    "uuid": Kind.UUID,  # MariaDB >= 10.7
+}
+# Spark's JDBC types carry these exactly; everything else travels as text.
+NATIVE_KINDS = {Kind.INT, Kind.UINT64, Kind.FLOAT32, Kind.FLOAT64, Kind.STRING, Kind.BINARY}
+
+
+def column_from_catalog(row: dict, json_columns: set[str]) -> Column:
+    """`row` holds COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_MAXIMUM_LENGTH,
+    NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION (lower-cased keys)."""
+    name, data_type, native = row["column_name"], row["data_type"].lower(), row["column_type"].lower()
+    unsigned = "unsigned" in native
+    common = dict(name=name, native=native, nullable=row["is_nullable"] == "YES")
+    if data_type in _INTS:
+        bits = _INTS[data_type]
+        kind = Kind.UINT64 if bits == 64 and unsigned else Kind.INT
+        return Column(kind=kind, bits=bits, unsigned=unsigned, **common)
+    if data_type == "decimal":
+        return Column(kind=Kind.DECIMAL, precision=int(row["numeric_precision"]), scale=int(row["numeric_scale"]),
+                      unsigned=unsigned, **common)
+    if data_type == "longtext" and name in json_columns:
+        # MariaDB stores JSON as LONGTEXT guarded by CHECK (json_valid(col)).
+        return Column(kind=Kind.JSON, **common)
+    kind = _SIMPLE.get(data_type, Kind.OTHER)
+    if kind in (Kind.ENUM, Kind.SET):
+        return Column(kind=kind, values=tuple(re.findall(r"'((?:[^']|'')*)'", native)), **common)
+    if kind == Kind.BIT:
+        return Column(kind=kind, length=int(row["numeric_precision"] or 1), **common)
+    if kind in (Kind.DATETIME, Kind.TIMESTAMP, Kind.TIME):
+        return Column(kind=kind, precision=int(row["datetime_precision"] or 0), **common)
+    length = row.get("character_maximum_length")
+    return Column(kind=kind, length=int(length) if length is not None else None, **common)
+
+
+def select_expr(column: Column, quoted: str) -> tuple[str, bool]:
+    if column.kind in NATIVE_KINDS:
+        return quoted, False
+    if column.kind == Kind.DECIMAL and (column.precision or 0) <= 38:
+        return quoted, False
+    if column.kind == Kind.BIT:
+        # BIN() drops leading zeros; pad back to the declared width so '0000000101' survives.
+        return f"LPAD(BIN({quoted}), {column.length}, '0')", True
+    # Session time_zone is UTC, so TIMESTAMP renders as the UTC wall clock.
+    return f"CAST({quoted} AS CHAR)", True

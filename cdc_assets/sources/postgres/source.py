@@ -1,0 +1,90 @@
+"""PostgreSQL as a snapshot source: capture checks, table discovery, key probes, WAL position, JDBC."""
+from __future__ import annotations
+
+from cdc_assets.core.jdbc import JdbcEndpoint
+from cdc_assets.core.positions import PgPosition
+from cdc_assets.core.tables import Column, TableId, TableSchema
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.dbapi.connect import connect, qualified, quote_ident
+from cdc_assets.dbapi.jdbc import postgres_jdbc
+from cdc_assets.errors import SourceSetupError, TableError
+from cdc_assets.sources.base import KeyStats, SqlKeyProbes, resolve_key
+from cdc_assets.sources.postgres.types import column_from_catalog, select_expr
+
+_COLUMNS_SQL = """
+SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, t.typcategory
+FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"""
+_PK_SQL = """
+SELECT a.attname FROM pg_index i
+JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true
+JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+WHERE i.indrelid = %s::regclass AND i.indisprimary ORDER BY k.ord"""
+_UNIQUE_SQL = """
+SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+WHERE i.indrelid = %s::regclass AND i.indisunique AND i.indnkeyatts = 1 AND a.attname = %s"""
+
+
+class PostgresSource(SqlKeyProbes):
+    dialect = "postgres"
+
+    def __init__(self, url: DbUrl) -> None:
+        if not url.database:
+            raise SourceSetupError(f"source url {url} names no database", "add it: postgresql://user@host:5432/<database>")
+        self.url = url
+        self.conn = connect(url)
+
+    def quote(self, name: str) -> str:
+        return quote_ident("postgres", name)
+
+    def table_sql(self, table: TableId) -> str:
+        return qualified("postgres", table.namespace, table.name)
+
+    def check_capture(self) -> None:
+        with self.conn.cursor() as cur:
+            cur.execute("SHOW wal_level")
+            level = cur.fetchone()[0]
+        if level != "logical":
+            raise SourceSetupError(
+                f"wal_level is '{level}' on {self.url}",
+                "set wal_level = logical in postgresql.conf and restart PostgreSQL")
+
+    def describe(self, table: TableId, split_column: str | None = None) -> TableSchema:
+        regclass = self.table_sql(table)
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT to_regclass(%s)", (regclass,))
+            if cur.fetchone()[0] is None:
+                raise TableError(f"table {table} does not exist on {self.url}", "create it, or remove it from source.tables")
+            cur.execute(_COLUMNS_SQL, (regclass,))
+            columns = tuple(column_from_catalog(*row) for row in cur.fetchall())
+            cur.execute(_PK_SQL, (regclass,))
+            pk = tuple(r[0] for r in cur.fetchall())
+        return resolve_key(table, columns, pk, split_column, lambda c: self._is_unique(regclass, c))
+
+    def _is_unique(self, regclass: str, column: str) -> bool:
+        with self.conn.cursor() as cur:
+            cur.execute(_UNIQUE_SQL, (regclass, column))
+            return cur.fetchone() is not None
+
+    def current_position(self) -> PgPosition:
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT pg_current_wal_lsn()::text")
+            return PgPosition.parse_lsn(cur.fetchone()[0])
+
+    def key_stats(self, schema: TableSchema, kind: str) -> KeyStats:
+        lo, hi = self._min_max(schema, kind)
+        estimate = int(self._scalar("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
+                                    (self.table_sql(schema.table),)) or -1)
+        # reltuples is -1 before the first ANALYZE/VACUUM: count instead.
+        rows = estimate if estimate > 0 else self._count(schema.table)
+        return KeyStats(lo, hi, rows)
+
+    def jdbc(self) -> JdbcEndpoint:
+        return postgres_jdbc(self.url, write=False)
+
+    def select_expr(self, column: Column, target_dialect: str) -> tuple[str, bool]:
+        return select_expr(column, self.quote(column.name), target_dialect)
+
+    def close(self) -> None:
+        self.conn.close()
+

@@ -1,0 +1,55 @@
+"""PostgreSQL column declarations (pg_attribute + format_type) -> logical columns, and how each travels
+in the snapshot read.
+"""
+from __future__ import annotations
+
+import re
+
+from cdc_assets.core.tables import Column, Kind
+
+_BY_NAME = {
+    "boolean": Kind.BOOL, "smallint": Kind.INT, "integer": Kind.INT, "bigint": Kind.INT,
+    "real": Kind.FLOAT32, "double precision": Kind.FLOAT64, "text": Kind.STRING, "character varying": Kind.STRING,
+    "character": Kind.STRING, "bytea": Kind.BINARY, "date": Kind.DATE, "timestamp without time zone": Kind.DATETIME,
+    "timestamp with time zone": Kind.TIMESTAMP, "time without time zone": Kind.TIME, "interval": Kind.INTERVAL,
+    "json": Kind.JSON, "jsonb": Kind.JSON, "uuid": Kind.UUID, "bit": Kind.BIT, "bit varying": Kind.BIT,
+    "numeric": Kind.DECIMAL,
+}
+_BITS = {"smallint": 16, "integer": 32, "bigint": 64}
+_TYPMOD = re.compile(r"\(([\d, ]+)\)")
+NATIVE_KINDS = {Kind.BOOL, Kind.INT, Kind.FLOAT32, Kind.FLOAT64, Kind.STRING, Kind.BINARY}
+
+
+def column_from_catalog(name: str, native: str, not_null: bool, type_category: str) -> Column:
+    """`native` is format_type(atttypid, atttypmod), e.g. 'numeric(65,30)', 'timestamp(6) with time zone'."""
+    base = _TYPMOD.sub("", native).strip()
+    mods = [int(x) for x in _TYPMOD.search(native).group(1).split(",")] if _TYPMOD.search(native) else []
+    common = dict(name=name, native=native, nullable=not not_null)
+    if native.endswith("[]"):
+        return Column(kind=Kind.ARRAY, element=native[:-2], **common)
+    if type_category == "E":
+        return Column(kind=Kind.ENUM, **common)
+    kind = _BY_NAME.get(base, Kind.OTHER)
+    if kind == Kind.INT:
+        return Column(kind=kind, bits=_BITS[base], **common)
+    if kind == Kind.DECIMAL:
+        precision, scale = (mods + [0])[:2] if mods else (None, None)
+        return Column(kind=kind, precision=precision, scale=scale, **common)
+    if kind in (Kind.DATETIME, Kind.TIMESTAMP, Kind.TIME):
+        return Column(kind=kind, precision=mods[0] if mods else 6, **common)
+    if kind in (Kind.STRING, Kind.BIT):
+        return Column(kind=kind, length=mods[0] if mods else None, **common)
+    return Column(kind=kind, **common)
+
+
+def select_expr(column: Column, quoted: str, target_dialect: str) -> tuple[str, bool]:
+    if column.kind in NATIVE_KINDS:
+        return quoted, False
+    if column.kind == Kind.DECIMAL and column.precision is not None and column.precision <= 38:
+        return quoted, False
+    if column.kind == Kind.TIMESTAMP:
+        # An instant, rendered as its UTC wall clock: both targets parse it in a UTC session.
+        return f"to_char({quoted} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')", True
+    if column.kind == Kind.ARRAY and target_dialect == "mysql":
+        return f"to_json({quoted})::text", True  # MySQL has no arrays: a JSON array keeps every element
+    return f"{quoted}::text", True

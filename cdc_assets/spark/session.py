@@ -1,0 +1,38 @@
+"""The Spark session: JDBC drivers from local jar files (never Maven), UTC everywhere, stopped on exit."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from cdc_assets.config import SparkConfig
+from cdc_assets.errors import ConfigError
+
+_UTC = "-Duser.timezone=UTC"
+
+
+def build_session(config: SparkConfig, app_name: str = "cdc_assets") -> SparkSession:
+    missing = [j for j in config.jars if not Path(j).is_file()]
+    if missing:
+        raise ConfigError(
+            f"spark.jars lists files that do not exist: {missing}",
+            "install libmariadb-java and libpostgresql-jdbc-java (scripts/install-deps.sh) or fix spark.jars")
+    # Workers must run this interpreter (the one with pyarrow), not whatever python3 is first on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(config.master).appName(app_name)
+        .config("spark.jars", ",".join(config.jars))
+        .config("spark.driver.memory", config.driver_memory)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", _UTC)
+        .config("spark.executor.extraJavaOptions", _UTC)
+        .config("spark.sql.shuffle.partitions", "4")
+    )
+    for key, value in config.conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
