@@ -114,8 +114,10 @@ def _contiguous(keys: list[str], order: list[str]) -> list[list[str]]:
 def _failure_text(result: dg.ExecuteInProcessResult, keys: list[str]) -> str:
     for event in result.all_events:
         if event.is_step_failure and event.step_failure_data.error is not None:
-            message = event.step_failure_data.error.message.strip().splitlines()[0]
-            return f"{keys[0]}..{keys[-1]}: {message}"
+            error = event.step_failure_data.error
+            while error.cause is not None:  # Dagster wraps the error that says what went wrong
+                error = error.cause
+            return f"{keys[0]}..{keys[-1]}: {error.message.strip().splitlines()[0]}"
     return f"{keys[0]}..{keys[-1]}: run failed"
 
 

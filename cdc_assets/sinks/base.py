@@ -108,8 +108,9 @@ class SqlSink:
             cur.execute(f"DROP TABLE IF EXISTS {self.table_sql(staging)}")
 
     def commit(self, schema: TableSchema, staging: TableId, transports: list[Transport],
-               in_transaction: Callable[[object], None] | None = None) -> CommitResult:
-        """Upsert the staged rows into the target and run `in_transaction(cursor)` in one transaction."""
+               in_transaction: Callable[[object, dict[int, int]], None] | None = None) -> CommitResult:
+        """Upsert the staged rows into the target and run `in_transaction(cursor, rows_by_split)` in the same
+        transaction."""
         stage_sql = self.table_sql(staging)
         names = [t.column.name for t in transports]
         select = (f"SELECT {', '.join(self.load_expr(t, self.q(t.column.name)) for t in transports)} "
@@ -122,7 +123,7 @@ class SqlSink:
                 counts = {int(i): int(n) for i, n in cur.fetchall()}
                 cur.execute(self.upsert_sql(self.table_sql(schema.table), names, schema.primary_key, select))
                 if in_transaction is not None:
-                    in_transaction(cur)
+                    in_transaction(cur, counts)
                 cur.execute("COMMIT")
             except BaseException:
                 cur.execute("ROLLBACK")

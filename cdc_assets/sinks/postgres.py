@@ -55,8 +55,8 @@ class PostgresSink(SqlSink):
 def mysql_to_postgres(column: Column) -> str:
     kind = column.kind
     if kind == Kind.INT:
-        bits = (column.bits or 64) + (1 if column.unsigned else 0)
-        return "smallint" if bits <= 16 else "integer" if bits <= 31 else "bigint"
+        bits = (column.bits or 64) + (1 if column.unsigned else 0)  # unsigned needs one more bit signed
+        return "smallint" if bits <= 16 else "integer" if bits <= 32 else "bigint"
     if kind == Kind.DECIMAL:
         return f"numeric({column.precision},{column.scale})"
     if kind == Kind.STRING:

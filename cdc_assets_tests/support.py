@@ -1,0 +1,54 @@
+"""Test helpers: configs pointing at the private servers, and row-by-row comparison of two tables."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import yaml
+
+from cdc_assets.config import TaskConfig, load_config
+
+
+def endpoint(servers, db_type: str, database: str) -> dict:
+    server = servers.mariadb if db_type == "mysql" else servers.postgres
+    url = server.url(database) if db_type == "postgres" else server.url()
+    return {"db_type": db_type, "url": url}
+
+
+def write_config(tmp_path: Path, servers, *, task_id: str, source: str, source_db: str, tables: list[str],
+                 target: str, target_db: str, **sections) -> Path:
+    raw = {
+        "task_id": task_id,
+        "source": {**endpoint(servers, source, source_db), "tables": tables, **sections.pop("source_extra", {})},
+        "target": endpoint(servers, target, target_db),
+        "runtime": {"data_dir": str(tmp_path / "state")},
+        "spark": {"master": "local[2]"},
+        **sections,
+    }
+    path = tmp_path / f"{task_id}.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def config_for(*args, **kwargs) -> TaskConfig:
+    return load_config(write_config(*args, **kwargs))
+
+
+def fetch_rows(conn, table_sql: str, order_by: str) -> list[tuple]:
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT * FROM {table_sql} ORDER BY {order_by}")
+        return [tuple(normalise(v) for v in row) for row in cur.fetchall()]
+
+
+def normalise(value):
+    """One comparable form for the values both drivers return for the same stored data."""
+    if isinstance(value, memoryview):
+        return bytes(value)
+    if isinstance(value, bytearray):
+        return bytes(value)
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)
+    return value
