@@ -69,7 +69,7 @@ class SnapshotConfig(_Model):
     split_size: int = Field(100_000, ge=1)
     partitions_per_run: int = Field(16, ge=1)
     fetch_size: int = Field(10_000, ge=1)
-    write_batch_size: int = Field(10_000, ge=1)
+    write_batch_size: int = Field(50_000, ge=1)
 
 
 class SqliteResumer(_Model):

@@ -65,9 +65,10 @@ class TaskRuntime:
     @property
     def spark(self):
         if self._spark is None:
-            from cdc_assets.spark.session import build_session  # Spark starts in seconds: only when reading
+            from cdc_assets.spark.session import build_session, warm_up  # Spark starts in seconds: only when reading
 
             self._spark = build_session(self.config.spark, app_name=f"cdc_assets:{self.config.task_id}")
+            warm_up(self._spark, self.source.jdbc())
         return self._spark
 
     def adopt_spark(self, session) -> None:

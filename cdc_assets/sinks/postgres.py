@@ -26,12 +26,8 @@ class PostgresSink(SqlSink):
     def load_expr(self, t: Transport, staged: str) -> str:
         return f"{staged}::{self.column_type(t.column, False)}" if t.as_text else staged
 
-    def upsert_sql(self, target: str, columns: list[str], key: tuple[str, ...], select: str) -> str:
-        cols = ", ".join(self.q(c) for c in columns)
-        updates = [f"{self.q(c)} = EXCLUDED.{self.q(c)}" for c in columns if c not in key]
-        action = f"DO UPDATE SET {', '.join(updates)}" if updates else "DO NOTHING"
-        conflict = ", ".join(self.q(k) for k in key)
-        return f"INSERT INTO {target} ({cols}) {select} ON CONFLICT ({conflict}) {action}"
+    def delete_staged_keys_sql(self, target: str, staging: str, key_match: str) -> str:
+        return f"DELETE FROM {target} t USING {staging} s WHERE {key_match}"
 
     def create_namespace_sql(self, namespace: str) -> str:
         return f"CREATE SCHEMA IF NOT EXISTS {self.q(namespace)}"
