@@ -46,7 +46,8 @@ class SqlSink:
     def load_expr(self, t: Transport, staged: str) -> str:
         raise NotImplementedError
 
-    def delete_staged_keys_sql(self, target: str, staging: str, key_match: str) -> str:
+    def delete_staged_keys_sql(self, target: str, staging: str, key_match) -> str:
+        """`key_match(target_ref, staging_ref)` renders the key equality between the two tables."""
         raise NotImplementedError
 
     def create_namespace_sql(self, namespace: str) -> str:
@@ -114,7 +115,11 @@ class SqlSink:
         stage_sql, target_sql = self.table_sql(staging), self.table_sql(schema.table)
         names = ", ".join(self.q(t.column.name) for t in transports)
         loads = {t.column.name: self.load_expr(t, f"s.{self.q(t.column.name)}") for t in transports}
-        key_match = " AND ".join(f"t.{self.q(k)} = {loads[k]}" for k in schema.primary_key)
+        by_name = {t.column.name: t for t in transports}
+
+        def key_match(t_ref: str, s_ref: str) -> str:
+            return " AND ".join(f"{t_ref}.{self.q(k)} = {self.load_expr(by_name[k], f'{s_ref}.{self.q(k)}')}"
+                                for k in schema.primary_key)
         staged_bytes = self.relation_bytes(stage_sql, staging)
         with self.conn.cursor() as cur:
             cur.execute("BEGIN")

@@ -33,8 +33,9 @@ class MysqlSink(SqlSink):
             return f"CAST(CONV({staged}, 2, 10) AS UNSIGNED)"  # a bit string, not its characters' bytes
         return staged  # MySQL parses text into temporal, JSON, ENUM/SET and DECIMAL columns on insert
 
-    def delete_staged_keys_sql(self, target: str, staging: str, key_match: str) -> str:
-        return f"DELETE t FROM {target} t JOIN {staging} s ON {key_match}"
+    def delete_staged_keys_sql(self, target: str, staging: str, key_match) -> str:
+        # MariaDB cannot resolve aliases in a multi-table DELETE without a default database: no aliases.
+        return f"DELETE {target} FROM {target} JOIN {staging} ON {key_match(target, staging)}"
 
     def create_namespace_sql(self, namespace: str) -> str:
         return f"CREATE DATABASE IF NOT EXISTS {self.q(namespace)} CHARACTER SET utf8mb4"

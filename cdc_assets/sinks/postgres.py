@@ -26,8 +26,8 @@ class PostgresSink(SqlSink):
     def load_expr(self, t: Transport, staged: str) -> str:
         return f"{staged}::{self.column_type(t.column, False)}" if t.as_text else staged
 
-    def delete_staged_keys_sql(self, target: str, staging: str, key_match: str) -> str:
-        return f"DELETE FROM {target} t USING {staging} s WHERE {key_match}"
+    def delete_staged_keys_sql(self, target: str, staging: str, key_match) -> str:
+        return f"DELETE FROM {target} t USING {staging} s WHERE {key_match('t', 's')}"
 
     def create_namespace_sql(self, namespace: str) -> str:
         return f"CREATE SCHEMA IF NOT EXISTS {self.q(namespace)}"

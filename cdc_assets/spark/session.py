@@ -32,6 +32,8 @@ def build_session(config: SparkConfig, app_name: str = "cdc_assets") -> SparkSes
         .config("spark.driver.extraJavaOptions", _UTC)
         .config("spark.executor.extraJavaOptions", _UTC)
         .config("spark.sql.shuffle.partitions", "4")
+        # Spark pads CHAR(n) reads to n; values must arrive as the source returns them.
+        .config("spark.sql.legacy.charVarcharAsString", "true")
     )
     for key, value in config.conf.items():
         builder = builder.config(key, value)

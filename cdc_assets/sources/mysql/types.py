@@ -50,6 +50,10 @@ def column_from_catalog(row: dict, json_columns: set[str]) -> Column:
 
 
 def select_expr(column: Column, quoted: str) -> tuple[str, bool]:
+    if column.kind == Kind.FLOAT32:
+        # As a double the exact single-precision value travels; as text it is rounded to 7 digits and
+        # may overflow FLOAT on the way back in (3.4028235e38 > FLT_MAX).
+        return f"CAST({quoted} AS DOUBLE)", False
     if column.kind in NATIVE_KINDS:
         return quoted, False
     if column.kind == Kind.DECIMAL and (column.precision or 0) <= 38:

@@ -43,6 +43,8 @@ def column_from_catalog(name: str, native: str, not_null: bool, type_category: s
 
 
 def select_expr(column: Column, quoted: str, target_dialect: str) -> tuple[str, bool]:
+    if column.kind == Kind.FLOAT32:
+        return f"{quoted}::float8", False  # the exact single-precision value, as MySQL's FLOAT path needs
     if column.kind in NATIVE_KINDS:
         return quoted, False
     if column.kind == Kind.DECIMAL and column.precision is not None and column.precision <= 38:

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what cdc_assets needs on Debian 12: database servers (for the demo and tests), Java and the
+# JDBC drivers Spark loads from files, then the package itself. Idempotent; `--no-pip` skips pip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(mariadb-server mariadb-client postgresql default-jre-headless libmariadb-java libpostgresql-jdbc-java)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "installing Debian packages: ${missing[*]}"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ "${1:-}" != "--no-pip" ]; then
+  python -m pip install -q -e ".[dev]"
+fi
