@@ -1,0 +1,73 @@
+"""The Dagster shell on a real instance: the planner sensor registers splits as partitions, a failing
+split's run fails without a materialization, and re-running the missing partitions completes the table."""
+import dagster as dg
+
+from cdc_assets.config import load_config
+from cdc_assets.defs.build import build_definitions
+from cdc_assets.defs.names import asset_key, partitions_name
+from cdc_assets.defs.resources import CdcTask
+from cdc_assets_tests.support import fetch_rows, write_config
+
+
+def setup_task(tmp_path, servers, unique_name):
+    servers.mariadb.create_database(unique_name)
+    src = servers.mariadb.connect(unique_name)
+    with src.cursor() as cur:
+        cur.execute("CREATE TABLE m (id INT PRIMARY KEY, v INT)")
+        # Only split 2 ([201, 301)) holds values a SMALLINT target column cannot take.
+        cur.execute("INSERT INTO m SELECT seq, IF(seq BETWEEN 250 AND 299, 100000 + seq, seq) FROM seq_1_to_400")
+    target = f"{unique_name}_tgt"
+    servers.postgres.create_database(target)
+    path = write_config(tmp_path, servers, task_id="dg_flow", source="mysql", source_db=unique_name,
+                        tables=[f"{unique_name}.m"], target="postgres", target_db=target,
+                        snapshot={"split_size": 100, "partitions_per_run": 2})
+    return path, src, target
+
+
+def test_planner_sensor_registers_splits_once(tmp_path, servers, unique_name):
+    path, src, _ = setup_task(tmp_path, servers, unique_name)
+    config = load_config(path)
+    defs = build_definitions(config, str(path))
+    sensor = defs.get_sensor_def("dg_flow_split_planner")
+    name = partitions_name("dg_flow", config.source.table_ids[0])
+    with dg.instance_for_test() as instance:
+        result = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+        [request] = result.dynamic_partitions_requests
+        assert request.partitions_def_name == name and len(request.partition_keys) == 4
+        instance.add_dynamic_partitions(name, list(request.partition_keys))  # what the daemon does
+        again = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+        assert isinstance(again, dg.SkipReason) and "4 splits registered" in again.skip_message
+    src.close()
+
+
+def test_failed_split_stays_unmaterialized_until_rerun(tmp_path, servers, unique_name, spark):
+    path, src, target = setup_task(tmp_path, servers, unique_name)
+    tgt = servers.postgres.connect(target)
+    with tgt.cursor() as cur:
+        cur.execute(f'CREATE SCHEMA "{unique_name}"')
+        cur.execute(f'CREATE TABLE "{unique_name}".m (id INT PRIMARY KEY, v SMALLINT)')
+    config = load_config(path)
+    defs = build_definitions(config, str(path))
+    key = asset_key("dg_flow", config.source.table_ids[0])
+    asset = defs.get_assets_def(key)
+    resources = {"cdc_task": CdcTask(config_path=str(path), stop_spark_on_teardown=False)}
+    with dg.instance_for_test() as instance:
+        planned = defs.get_sensor_def("dg_flow_split_planner")(dg.build_sensor_context(instance=instance, definitions=defs))
+        [request] = planned.dynamic_partitions_requests
+        keys = list(request.partition_keys)
+        instance.add_dynamic_partitions(request.partitions_def_name, keys)
+        outcomes = {k: dg.materialize([asset], instance=instance, resources=resources, partition_key=k,
+                                      raise_on_error=False).success for k in keys}
+        assert outcomes == {keys[0]: True, keys[1]: True, keys[2]: False, keys[3]: True}
+        assert instance.get_materialized_partitions(key) == {keys[0], keys[1], keys[3]}
+        event = instance.get_latest_materialization_event(key)
+        assert event.asset_materialization.metadata["rows"].value == 100
+
+        with tgt.cursor() as cur:  # the operator fixes the target, then backfills failed and missing
+            cur.execute(f'ALTER TABLE "{unique_name}".m ALTER COLUMN v TYPE INT')
+        missing = [k for k in keys if k not in instance.get_materialized_partitions(key)]
+        assert dg.materialize([asset], instance=instance, resources=resources, partition_key=missing[0]).success
+        assert instance.get_materialized_partitions(key) == set(keys)
+    assert fetch_rows(tgt, f'"{unique_name}".m', "id") == fetch_rows(src, "m", "id")
+    src.close()
+    tgt.close()
