@@ -6,7 +6,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 from cdc_assets.config import CONFIG_ENV, TaskConfig, load_config
@@ -49,9 +48,12 @@ def _instance(config: TaskConfig):
     import dagster as dg
 
     # Without DAGSTER_HOME Dagster uses a throwaway instance, and the partitions would vanish with it.
-    home = os.environ.setdefault("DAGSTER_HOME", str(config.data_dir / "dagster_home"))
-    Path(home).mkdir(parents=True, exist_ok=True)
-    (Path(home) / "dagster.yaml").touch()
+    home = Path(os.environ.setdefault("DAGSTER_HOME", str(config.data_dir / "dagster_home")))
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():
+        # The repository's instance settings (run queue limits, run retries) when we run from a checkout.
+        shipped = Path(__file__).resolve().parents[1] / "dagster.yaml"
+        (home / "dagster.yaml").write_text(shipped.read_text() if shipped.exists() else "")
     return dg.DagsterInstance.get()
 
 

@@ -17,6 +17,7 @@ from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}  # the report says what matters
 
 
 @dataclass
@@ -92,7 +93,7 @@ def _snapshot_table(instance, asset, resources, plan: SplitPlan, finished: set[s
     # Unfinished splits need not be adjacent: a range must not sweep finished ones in, so cut at gaps.
     for group in _contiguous(todo, [s.id for s in plan.splits]):
         for run_keys in [group[i:i + per_run] for i in range(0, len(group), per_run)]:
-            result = dg.materialize([asset], instance=instance, resources=resources, raise_on_error=False,
+            result = dg.materialize([asset], instance=instance, resources=resources, raise_on_error=False, run_config=QUIET,
                                     tags={RANGE_START: run_keys[0], RANGE_END: run_keys[-1]})
             if not result.success:
                 report.failures.append(_failure_text(result, run_keys))

@@ -23,16 +23,22 @@ def run_demo(base_dir: Path, rows: int) -> int:
     postgres.create_database("warehouse")
     config = _write_config(base_dir, mariadb.port, postgres.port)
     os.environ.setdefault(PASSWORD_ENV, mariadb.password)
+    _write_env_file(base_dir, config)
     os.environ["DAGSTER_HOME"] = str(base_dir / "dagster_home")
     code = main(["--config", str(config), "snapshot"])
     print(
-        "\nOpen the same task in Dagster:\n"
-        f"  cd {base_dir} && {PASSWORD_ENV}=... DAGSTER_HOME={base_dir / 'dagster_home'} "
-        f"CDC_ASSETS_CONFIG={config} dagster dev -m cdc_assets.definitions\n"
-        f"  ({PASSWORD_ENV} is the demo MariaDB user's password: see {base_dir / 'servers' / 'servers.json'})\n"
+        "\nOpen the same task in Dagster (the .env file there holds the settings and the demo password):\n"
+        f"  cd {base_dir} && DAGSTER_HOME={base_dir / 'dagster_home'} dagster dev -m cdc_assets.definitions\n"
         f"Stop the servers: python -m cdc_assets.dev.servers stop {base_dir / 'servers'}"
     )
     return code
+
+
+def _write_env_file(base_dir: Path, config: Path) -> None:
+    """`dagster dev` reads .env from its working directory: the password stays out of shell history."""
+    env = base_dir / ".env"
+    env.write_text(f"{PASSWORD_ENV}={os.environ[PASSWORD_ENV]}\nCDC_ASSETS_CONFIG={config}\n")
+    env.chmod(0o600)
 
 
 def _seed(mariadb, rows: int) -> None:
@@ -41,6 +47,7 @@ def _seed(mariadb, rows: int) -> None:
         with conn.cursor() as cur:
             for statement in demo_schema.ddl():
                 cur.execute(statement)
+            cur.execute(f"USE {demo_schema.DATABASE}")  # the seq_1_to_N tables live in "the current database"
             cur.execute("SELECT COUNT(*) FROM shop.orders")
             if cur.fetchone()[0] >= rows:
                 return

@@ -11,7 +11,8 @@ from cdc_assets.config import SparkConfig
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.errors import ConfigError
 
-_UTC = "-Duser.timezone=UTC"
+_LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+_JVM_OPTIONS = f"-Duser.timezone=UTC -Dlog4j2.configurationFile={_LOG_CONFIG}"
 
 
 def build_session(config: SparkConfig, app_name: str = "cdc_assets") -> SparkSession:
@@ -22,6 +23,7 @@ def build_session(config: SparkConfig, app_name: str = "cdc_assets") -> SparkSes
             "install libmariadb-java and libpostgresql-jdbc-java (scripts/install-deps.sh) or fix spark.jars")
     # Workers must run this interpreter (the one with pyarrow), not whatever python3 is first on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # local mode talks to itself over loopback
     builder = (
         SparkSession.builder.master(config.master).appName(app_name)
         .config("spark.jars", ",".join(config.jars))
@@ -29,8 +31,8 @@ def build_session(config: SparkConfig, app_name: str = "cdc_assets") -> SparkSes
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraJavaOptions", _UTC)
-        .config("spark.executor.extraJavaOptions", _UTC)
+        .config("spark.driver.extraJavaOptions", _JVM_OPTIONS)
+        .config("spark.executor.extraJavaOptions", _JVM_OPTIONS)
         .config("spark.sql.shuffle.partitions", "4")
         # Spark pads CHAR(n) reads to n; values must arrive as the source returns them.
         .config("spark.sql.legacy.charVarcharAsString", "true")
