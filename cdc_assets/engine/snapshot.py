@@ -5,7 +5,8 @@ finished markers). Splits already finished are skipped, never re-read.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 from cdc_assets.core.keys import range_predicate
 from cdc_assets.core.positions import position_from_json
@@ -15,7 +16,7 @@ from cdc_assets.engine.planning import describe
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import PlanError
 from cdc_assets.resumer.resumer import SplitWatermarks
-from cdc_assets.sinks.base import SPLIT_COLUMN, Transport
+from cdc_assets.sinks.base import SPLIT_COLUMN, CommitResult, Transport
 from cdc_assets.spark.staging import read_splits, write_staging
 
 
@@ -43,17 +44,48 @@ def snapshot_splits(rt: TaskRuntime, table: TableId, split_ids: list[str]) -> li
     todo = [plan.split(s) for s in split_ids if s not in finished]
     if not todo:
         return done
-    return done + _read_and_commit(rt, plan, describe(rt, table), todo)
+    return done + _pipeline(rt, plan, describe(rt, table), todo)
 
 
-def _read_and_commit(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: list[Split]) -> list[SplitResult]:
+@dataclass
+class _StagedGroup:
+    """Splits read into one staging table, waiting for their commit."""
+
+    splits: list[Split]
+    staging: TableId
+    marks: list[SplitWatermarks]
+    started: float
+    finished: list = field(default_factory=list)
+
+
+def _pipeline(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: list[Split]) -> list[SplitResult]:
+    """Read groups of splits one Spark wave at a time, committing each group while the next one reads.
+
+    The commit is one PostgreSQL/MySQL backend working alone: overlapping it with the next read keeps both
+    cores busy. Each group has its own watermarks; finished markers follow each group's commit."""
+    transports = [Transport(c, rt.source.select_expr(c, rt.sink.dialect)[1]) for c in schema.columns]
+    width = max(1, rt.spark.sparkContext.defaultParallelism)
+    groups = [splits[i:i + width] for i in range(0, len(splits), width)]
+    results: list[SplitResult] = []
+    pending: list[tuple[_StagedGroup, Future]] = []
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdc-commit") as committer:
+        try:
+            for group in groups:
+                staged = _read_group(rt, plan, schema, transports, group)
+                pending.append((staged, committer.submit(_commit_group, rt, schema, transports, staged)))
+                results += _settle(rt, pending, wait=False)
+        finally:
+            results += _settle(rt, pending, wait=True)
+    return results
+
+
+def _read_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transports: list[Transport],
+                splits: list[Split]) -> _StagedGroup:
     started = time.monotonic()
     source, sink, resumer = rt.source, rt.sink, rt.resumer
-    transports = [Transport(c, source.select_expr(c, sink.dialect)[1]) for c in schema.columns]
     staging = sink.staging_table(schema.table, splits[0].index)
     sink.create_staging(staging, transports)
     ids = [s.id for s in splits]
-
     low = source.current_position()
     reads = resumer.record_low([SplitWatermarks(s, plan.plan_id, low) for s in splits])
     _call(rt.hooks.after_low, ids)
@@ -65,25 +97,35 @@ def _read_and_commit(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, spli
     marks = [SplitWatermarks(s, plan.plan_id, low, high) for s in splits]
     resumer.record_high(marks, reads)
     _call(rt.hooks.after_high, ids)
+    return _StagedGroup(splits, staging, marks, started)
 
-    by_index = {s.index: s.id for s in splits}
-    finished: list = []
+
+def _commit_group(rt: TaskRuntime, schema: TableSchema, transports: list[Transport], staged: _StagedGroup) -> CommitResult:
+    """Runs on the commit thread: touches only the sink's commit connection and pure resumer methods."""
+    by_index = {s.index: s.id for s in staged.splits}
 
     def write_markers(cursor, counts: dict[int, int]) -> None:
-        finished.extend(resumer.finished_records(marks, {by_index[i]: n for i, n in counts.items()}))
-        if resumer.writes_in_target:
-            resumer.write_in(cursor, finished)
+        staged.finished.extend(rt.resumer.finished_records(staged.marks, {by_index[i]: n for i, n in counts.items()}))
+        if rt.resumer.writes_in_target:
+            rt.resumer.write_in(cursor, staged.finished)
 
-    result = sink.commit(schema, staging, transports, write_markers)
-    resumer.mark_finished(finished)
-    seconds = time.monotonic() - started
-    total = sum(result.rows_by_split.values()) or 1
-    return [
-        SplitResult(s.id, result.rows_by_split.get(s.index, 0),
-                    result.staged_bytes * result.rows_by_split.get(s.index, 0) // total,
-                    str(low), str(high), seconds)
-        for s in splits
-    ]
+    return rt.sink.commit(schema, staged.staging, transports, write_markers)
+
+
+def _settle(rt: TaskRuntime, pending: list, wait: bool) -> list[SplitResult]:
+    """Record finished markers of committed groups (on this thread, which owns the position store)."""
+    results = []
+    while pending and (wait or pending[0][1].done()):
+        staged, future = pending.pop(0)
+        result = future.result()  # a failed commit raises here; its splits stay unfinished
+        rt.resumer.mark_finished(staged.finished)
+        seconds = time.monotonic() - staged.started
+        total = sum(result.rows_by_split.values()) or 1
+        low, high = staged.marks[0].low, staged.marks[0].high
+        for s in staged.splits:
+            rows = result.rows_by_split.get(s.index, 0)
+            results.append(SplitResult(s.id, rows, result.staged_bytes * rows // total, str(low), str(high), seconds))
+    return results
 
 
 def _batch_query(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: list[Split]) -> tuple[str, list[str]]:

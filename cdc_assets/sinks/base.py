@@ -38,6 +38,7 @@ class SqlSink:
         self.url = url
         self.source_dialect = source_dialect
         self.conn = connect(url, autocommit=True)
+        self._commit_conn = None  # the snapshot commits on its own thread, over its own connection
 
     # -- hooks the dialects fill in
     def column_type(self, column: Column, in_key: bool) -> str:
@@ -53,7 +54,7 @@ class SqlSink:
     def create_namespace_sql(self, namespace: str) -> str:
         raise NotImplementedError
 
-    def relation_bytes(self, table: str, name: TableId) -> int:
+    def relation_bytes(self, cursor, table: str, name: TableId) -> int:
         raise NotImplementedError
 
     def existing_columns(self, table: TableId) -> set[str] | None:
@@ -120,8 +121,10 @@ class SqlSink:
         def key_match(t_ref: str, s_ref: str) -> str:
             return " AND ".join(f"{t_ref}.{self.q(k)} = {self.load_expr(by_name[k], f'{s_ref}.{self.q(k)}')}"
                                 for k in schema.primary_key)
-        staged_bytes = self.relation_bytes(stage_sql, staging)
-        with self.conn.cursor() as cur:
+        if self._commit_conn is None:
+            self._commit_conn = connect(self.url, autocommit=True)
+        with self._commit_conn.cursor() as cur:
+            staged_bytes = self.relation_bytes(cur, stage_sql, staging)
             cur.execute("BEGIN")
             try:
                 cur.execute(f"SELECT {self.q(SPLIT_COLUMN)}, COUNT(*) FROM {stage_sql} GROUP BY {self.q(SPLIT_COLUMN)}")
@@ -136,8 +139,10 @@ class SqlSink:
             except BaseException:
                 cur.execute("ROLLBACK")
                 raise
-        self.drop_staging(staging)
+            cur.execute(f"DROP TABLE IF EXISTS {stage_sql}")
         return CommitResult(counts, staged_bytes)
 
     def close(self) -> None:
         self.conn.close()
+        if self._commit_conn is not None:
+            self._commit_conn.close()

@@ -40,11 +40,10 @@ class MysqlSink(SqlSink):
     def create_namespace_sql(self, namespace: str) -> str:
         return f"CREATE DATABASE IF NOT EXISTS {self.q(namespace)} CHARACTER SET utf8mb4"
 
-    def relation_bytes(self, table: str, name: TableId) -> int:
-        with self.conn.cursor() as cur:
-            cur.execute("SELECT COALESCE(DATA_LENGTH, 0) + COALESCE(INDEX_LENGTH, 0) FROM information_schema.TABLES "
-                        "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (name.namespace, name.name))
-            row = cur.fetchone()
+    def relation_bytes(self, cursor, table: str, name: TableId) -> int:
+        cursor.execute("SELECT COALESCE(DATA_LENGTH, 0) + COALESCE(INDEX_LENGTH, 0) FROM information_schema.TABLES "
+                       "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (name.namespace, name.name))
+        row = cursor.fetchone()
         return int(row[0]) if row else 0
 
     def existing_columns(self, table: TableId) -> set[str] | None:

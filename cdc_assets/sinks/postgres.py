@@ -35,10 +35,9 @@ class PostgresSink(SqlSink):
     def staging_prefix(self) -> str:
         return "CREATE UNLOGGED TABLE"  # staging is rebuilt after a crash anyway: skip the WAL
 
-    def relation_bytes(self, table: str, name: TableId) -> int:
-        with self.conn.cursor() as cur:
-            cur.execute("SELECT pg_total_relation_size(%s::regclass)", (table,))
-            return int(cur.fetchone()[0])
+    def relation_bytes(self, cursor, table: str, name: TableId) -> int:
+        cursor.execute("SELECT pg_total_relation_size(%s::regclass)", (table,))
+        return int(cursor.fetchone()[0])
 
     def existing_columns(self, table: TableId) -> set[str] | None:
         with self.conn.cursor() as cur:

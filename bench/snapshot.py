@@ -1,0 +1,182 @@
+"""Snapshot throughput: `cdc-assets snapshot` on 1,000,000 rows, MySQL->PostgreSQL and PostgreSQL->PostgreSQL,
+beside the practical limit of this machine measured in the same run (server-side export + COPY).
+
+    python bench/snapshot.py [--rows 1000000] [--dir /tmp/cdc-bench]
+
+Prints per direction: end-to-end seconds and rows/s of the CLI (Spark and Dagster start-up included), the same
+work in-process with a started Spark session (start-up excluded), the limit, the ratio, and peak memory.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from cdc_assets.config import load_config
+from cdc_assets.dev.servers import start_servers
+from cdc_assets.engine.planning import ensure_plans
+from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.engine.snapshot import snapshot_splits
+
+SHAPE = "id INT PRIMARY KEY, a INT, b VARCHAR(64), c DECIMAL(12,2), d {ts}, e DOUBLE PRECISION"
+
+
+def seed(mariadb, postgres, rows: int) -> None:
+    conn = mariadb.connect()
+    with conn.cursor() as cur:
+        cur.execute("CREATE DATABASE IF NOT EXISTS bench")
+        cur.execute("USE bench")
+        cur.execute(f"CREATE TABLE IF NOT EXISTS rows6 ({SHAPE.format(ts='DATETIME(6)')})")
+        cur.execute("SELECT COUNT(*) FROM rows6")
+        if cur.fetchone()[0] != rows:
+            cur.execute("TRUNCATE rows6")
+            cur.execute(f"INSERT INTO rows6 SELECT seq, seq % 1000, CONCAT('forty characters of text for the row ', LPAD(seq, 7, '0')),"
+                        f" seq / 100, TIMESTAMP('2024-01-01') + INTERVAL seq SECOND + INTERVAL seq MICROSECOND, seq / 7"
+                        f" FROM seq_1_to_{rows}")
+            cur.execute("ANALYZE TABLE rows6")
+            cur.fetchall()
+    conn.close()
+    postgres.create_database("benchsrc")
+    conn = postgres.connect("benchsrc")
+    with conn.cursor() as cur:
+        cur.execute("CREATE SCHEMA IF NOT EXISTS bench")
+        cur.execute(f"CREATE TABLE IF NOT EXISTS bench.rows6 ({SHAPE.format(ts='TIMESTAMP(6)')})")
+        cur.execute("SELECT COUNT(*) FROM bench.rows6")
+        if cur.fetchone()[0] != rows:
+            cur.execute("TRUNCATE bench.rows6")
+            cur.execute(f"INSERT INTO bench.rows6 SELECT g, g % 1000, 'forty characters of text for the row ' || lpad(g::text, 7, '0'),"
+                        f" g / 100.0, TIMESTAMP '2024-01-01' + g * INTERVAL '1 second' + g * INTERVAL '1 microsecond', g / 7.0"
+                        f" FROM generate_series(1, {rows}) g")
+            cur.execute("ANALYZE bench.rows6")
+    conn.close()
+
+
+def reset_target(postgres) -> None:
+    postgres.create_database("warehouse")
+    conn = postgres.connect("warehouse")
+    with conn.cursor() as cur:
+        cur.execute("DROP SCHEMA IF EXISTS bench CASCADE")
+        cur.execute("DROP SCHEMA IF EXISTS cdc_bench_limit CASCADE")
+    conn.close()
+
+
+def write_config(base: Path, name: str, source_url: str, target_url: str) -> Path:
+    path = base / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({
+        "task_id": name,
+        "source": {"db_type": source_url.split(":")[0].replace("postgresql", "postgres"), "url": source_url,
+                   "tables": ["bench.rows6"]},
+        "target": {"db_type": "postgres", "url": target_url},
+        "snapshot": {"split_size": 100_000, "partitions_per_run": 16},
+        "runtime": {"data_dir": str(base / f"state_{name}")},
+        "spark": {"master": "local[*]"},
+    }))
+    return path
+
+
+def fresh_state(base: Path, name: str) -> None:
+    subprocess.run(["rm", "-rf", str(base / f"state_{name}")], check=True)
+
+
+def cli_run(config: Path, env: dict) -> float:
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-m", "cdc_assets.cli", "--config", str(config), "snapshot"], env=env, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.monotonic() - started
+
+
+def in_process_run(config: Path) -> tuple[float, float]:
+    """(start-up seconds, snapshot seconds): plan + every split, with the session already started."""
+    runtime = TaskRuntime(load_config(config))
+    started = time.monotonic()
+    runtime.spark  # session and warm-up
+    ready = time.monotonic()
+    try:
+        [tp] = ensure_plans(runtime)
+        results = snapshot_splits(runtime, tp.plan.table, [s.id for s in tp.plan.splits])
+    finally:
+        runtime.close()
+    done = time.monotonic()
+    assert sum(r.rows for r in results) > 0
+    return ready - started, done - ready
+
+
+def limit_mysql_to_pg(mariadb, postgres, base: Path) -> float:
+    """SELECT ... INTO OUTFILE on the server, then COPY of that file into an indexed PostgreSQL table."""
+    out = base / "limit.tsv"
+    out.unlink(missing_ok=True)
+    started = time.monotonic()
+    conn = mariadb.connect("bench")
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT id, a, b, c, d, e FROM rows6 INTO OUTFILE '{out}'")
+    conn.close()
+    return time.monotonic() - started + copy_in(postgres, out)
+
+
+def limit_pg_to_pg(postgres, base: Path) -> float:
+    out = base / "limit.tsv"
+    started = time.monotonic()
+    conn = postgres.connect("benchsrc")
+    with conn.cursor() as cur, open(out, "w") as f:
+        cur.copy_expert("COPY bench.rows6 TO STDOUT", f)
+    conn.close()
+    return time.monotonic() - started + copy_in(postgres, out)
+
+
+def copy_in(postgres, path: Path) -> float:
+    conn = postgres.connect("warehouse")
+    with conn.cursor() as cur:
+        cur.execute("DROP SCHEMA IF EXISTS cdc_bench_limit CASCADE; CREATE SCHEMA cdc_bench_limit")
+        cur.execute(f"CREATE TABLE cdc_bench_limit.rows6 ({SHAPE.format(ts='TIMESTAMP(6)')})")
+        started = time.monotonic()
+        with open(path) as f:
+            cur.copy_expert("COPY cdc_bench_limit.rows6 FROM STDIN", f)
+        took = time.monotonic() - started
+        cur.execute("DROP SCHEMA cdc_bench_limit CASCADE")
+    conn.close()
+    return took
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--dir", default="/tmp/cdc-bench")
+    args = parser.parse_args()
+    base = Path(args.dir)
+    base.mkdir(parents=True, exist_ok=True)
+    base.chmod(0o755)
+    mariadb, postgres = start_servers(base / "servers")
+    seed(mariadb, postgres, args.rows)
+    env = {**os.environ, "DAGSTER_HOME": str(base / "dagster_home")}
+    directions = [
+        ("mysql_to_pg", mariadb.url(), lambda: limit_mysql_to_pg(mariadb, postgres, base)),
+        ("pg_to_pg", postgres.url("benchsrc"), lambda: limit_pg_to_pg(postgres, base)),
+    ]
+    print(f"{args.rows:,} rows of (int key, int, varchar(64), decimal(12,2), datetime(6), double); "
+          f"{os.cpu_count()} cores; Spark local[*]")
+    for name, source_url, limit in directions:
+        config = write_config(base, name, source_url, postgres.url("warehouse"))
+        reset_target(postgres)
+        fresh_state(base, name)
+        e2e = cli_run(config, env)
+        reset_target(postgres)
+        fresh_state(base, name)
+        startup, core = in_process_run(config)
+        reset_target(postgres)
+        lim = limit()
+        print(f"{name}: cdc-assets snapshot end-to-end {e2e:.1f} s = {args.rows / e2e:,.0f} rows/s | "
+              f"Spark start-up excluded {core:.1f} s = {args.rows / core:,.0f} rows/s (start-up {startup:.1f} s) | "
+              f"limit (export + COPY) {lim:.1f} s = {args.rows / lim:,.0f} rows/s | ratio {lim / core:.2f}")
+    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    print(f"peak RSS of one process (driver JVM or Python): {peak / 1024:,.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
