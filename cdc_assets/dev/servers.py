@@ -134,6 +134,7 @@ class PostgresServer:
     port: int
     pid: int = 0
     user: str = "postgres"
+    overrides: tuple[tuple[str, str], ...] = ()  # postgresql.conf settings that differ from ours
 
     @property
     def data(self) -> Path:
@@ -186,7 +187,7 @@ class PostgresServer:
             "listen_addresses": "'127.0.0.1'", "port": str(self.port), "unix_socket_directories": f"'{self.base}'",
             "wal_level": "logical", "max_replication_slots": "20", "max_wal_senders": "20", "max_wal_size": "2GB",
             "shared_buffers": "256MB", "synchronous_commit": "on", "fsync": "off", "full_page_writes": "off",
-            "wal_sender_timeout": "0", "timezone": "'UTC'", "max_connections": "100",
+            "wal_sender_timeout": "0", "timezone": "'UTC'", "max_connections": "100", **dict(self.overrides),
         }
         (self.data / "postgresql.auto.conf").write_text("".join(f"{k} = {v}\n" for k, v in settings.items()))
         (self.data / "pg_hba.conf").write_text(
