@@ -17,7 +17,7 @@ from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import PlanError
 from cdc_assets.resumer.resumer import SplitWatermarks
 from cdc_assets.sinks.base import SPLIT_COLUMN, CommitResult, Transport
-from cdc_assets.spark.staging import read_splits, write_staging
+from cdc_assets.spark.staging import copy_lines, read_splits, write_staging
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def _pipeline(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: lis
 
     The commit is one PostgreSQL/MySQL backend working alone: overlapping it with the next read keeps both
     cores busy. Each group has its own watermarks; finished markers follow each group's commit."""
-    transports = [Transport(c, rt.source.select_expr(c, rt.sink.dialect)[1]) for c in schema.columns]
+    transports = _transports(rt, schema)
     width = max(1, rt.spark.sparkContext.defaultParallelism)
     groups = [splits[i:i + width] for i in range(0, len(splits), width)]
     results: list[SplitResult] = []
@@ -91,7 +91,10 @@ def _read_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transport
     _call(rt.hooks.after_low, ids)
     query, predicates = _batch_query(rt, plan, schema, splits)
     frame = read_splits(rt.spark, source.jdbc(), query, predicates, rt.config.snapshot.fetch_size)
-    write_staging(frame, sink.url, sink.jdbc(), sink.table_sql(staging), rt.config.snapshot.write_batch_size)
+    if _copy_lines(rt):
+        copy_lines(frame, sink.url, sink.table_sql(staging))
+    else:
+        write_staging(frame, sink.jdbc(), sink.table_sql(staging), rt.config.snapshot.write_batch_size)
     _call(rt.hooks.after_write, ids)
     high = source.current_position()
     marks = [SplitWatermarks(s, plan.plan_id, low, high) for s in splits]
@@ -134,11 +137,26 @@ def _batch_query(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: 
     The source evaluates both, so its collation decides which split a key belongs to."""
     source = rt.source
     key = source.quote(plan.split_column)
-    exprs = ", ".join(f"{source.select_expr(c, rt.sink.dialect)[0]} AS {source.quote(c.name)}" for c in schema.columns)
     predicates = [range_predicate(key, s.range, plan.key_kind, source.dialect) for s in splits]
     tag = "CASE " + " ".join(f"WHEN {p} THEN {s.index}" for s, p in zip(splits, predicates)) + " END"
-    query = f"SELECT {tag} AS {SPLIT_COLUMN}, {exprs} FROM {source.table_sql(schema.table)}"
-    return query, predicates
+    if _copy_lines(rt):
+        # The split column stays selected: Spark's predicates filter on it outside the subquery.
+        selected = f"{source.copy_line(list(schema.columns), tag)} AS line, {key}"
+    else:
+        exprs = ", ".join(f"{source.select_expr(c, rt.sink.dialect)[0]} AS {source.quote(c.name)}" for c in schema.columns)
+        selected = f"{tag} AS {SPLIT_COLUMN}, {exprs}"
+    return f"SELECT {selected} FROM {source.table_sql(schema.table)}", predicates
+
+
+def _copy_lines(rt: TaskRuntime) -> bool:
+    return rt.sink.dialect == "postgres"
+
+
+def _transports(rt: TaskRuntime, schema: TableSchema) -> list[Transport]:
+    """COPY lines land in staging columns of the target's own types; typed JDBC reads carry some kinds as text."""
+    if _copy_lines(rt):
+        return [Transport(c, as_text=False) for c in schema.columns]
+    return [Transport(c, rt.source.select_expr(c, rt.sink.dialect)[1]) for c in schema.columns]
 
 
 def _skipped(record) -> SplitResult:

@@ -39,7 +39,10 @@ class Source(Protocol):
     def jdbc(self) -> JdbcEndpoint: ...
 
     def select_expr(self, column: Column, target_dialect: str) -> tuple[str, bool]:
-        """SQL for one column in the snapshot read, and whether it travels as text."""
+        """SQL for one column in a typed snapshot read (MySQL targets), and whether it travels as text."""
+
+    def copy_line(self, columns: list[Column], tag_sql: str) -> str:
+        """SQL rendering a row as one PostgreSQL COPY text line, `tag_sql` as its first field."""
 
     def table_sql(self, table: TableId) -> str: ...
 

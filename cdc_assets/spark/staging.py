@@ -1,9 +1,10 @@
 """Bulk rows through Spark: read a batch of key ranges over JDBC, write them into a staging table.
 
 A batch of splits is one JDBC relation with one partition per split (Spark's `predicates`), so the
-splits read in parallel and the schema is resolved once. Into PostgreSQL each partition streams as
-Arrow batches to a Python worker that `COPY`s them as CSV: a quarter faster than JDBC batched inserts
-on 1M rows (bench/snapshot.py); MySQL targets take JDBC with rewriteBatchedStatements.
+splits read in parallel and the schema is resolved once. For PostgreSQL targets the source renders each
+row as one COPY text line and Spark carries a single string column: the JVM then decodes one value per
+row instead of one per column, which was most of the CPU a 1M-row snapshot spent (bench/snapshot.py).
+MySQL targets take typed columns over JDBC with rewriteBatchedStatements.
 """
 from __future__ import annotations
 
@@ -20,51 +21,37 @@ def read_splits(spark: SparkSession, endpoint: JdbcEndpoint, query: str, predica
     return spark.read.jdbc(endpoint.url, f"({query}) AS batch", predicates=predicates, properties=props)
 
 
-def write_staging(frame: DataFrame, url: DbUrl, endpoint: JdbcEndpoint, staging_table: str, batch_size: int) -> None:
-    if url.db_type == "postgres":
-        _copy_into_postgres(frame, url, staging_table)
-        return
+def write_staging(frame: DataFrame, endpoint: JdbcEndpoint, staging_table: str, batch_size: int) -> None:
+    """Typed rows over JDBC batched inserts (MySQL targets)."""
     props = {**endpoint.properties(), "batchsize": str(batch_size), "isolationLevel": "READ_COMMITTED"}
     frame.write.jdbc(endpoint.url, staging_table, mode="append", properties=props)
 
 
-def _copy_into_postgres(frame: DataFrame, url: DbUrl, staging_table: str) -> None:
+def copy_lines(frame: DataFrame, url: DbUrl, staging_table: str) -> None:
+    """COPY text lines (one string column, rendered by the source) into a PostgreSQL staging table.
+
+    Each partition arrives as Arrow batches in a Python worker, which streams them to `COPY ... FROM STDIN`
+    over its own connection, in one transaction per partition (as Spark's JDBC writer does)."""
     connect_args = dict(host=url.host, port=url.port, user=url.user or None, password=url.password or None,
                         dbname=url.database or "postgres", options="-c TimeZone=UTC")
-    columns = ", ".join('"' + c.replace('"', '""') + '"' for c in frame.columns)
-    copy_sql = f"COPY {staging_table} ({columns}) FROM STDIN WITH (FORMAT csv)"
+    copy_sql = f"COPY {staging_table} FROM STDIN"
 
     def copy_partition(batches):
         import io
 
         import psycopg2
         import pyarrow as pa
-        import pyarrow.csv as csv
 
         rows = 0
         conn = psycopg2.connect(**connect_args)
         try:
-            with conn, conn.cursor() as cur:  # one transaction per partition, like Spark's JDBC writer
+            with conn, conn.cursor() as cur:
                 for batch in batches:
-                    buf = io.BytesIO()
-                    csv.write_csv(_csv_ready(batch), buf, write_options=csv.WriteOptions(include_header=False))
-                    buf.seek(0)
-                    cur.copy_expert(copy_sql, buf)
-                    rows += batch.num_rows
+                    lines = batch.column(0).to_pylist()
+                    cur.copy_expert(copy_sql, io.BytesIO(("\n".join(lines) + "\n").encode()))
+                    rows += len(lines)
         finally:
             conn.close()
         yield pa.RecordBatch.from_pydict({"rows": [rows]})
 
-    frame.mapInArrow(copy_partition, "rows long").groupBy().sum("rows").collect()
-
-
-def _csv_ready(batch):
-    """Arrow's CSV writer has no binary type: bytea goes as PostgreSQL hex text (`\\x00ff`)."""
-    import pyarrow as pa
-
-    arrays = []
-    for array in batch.columns:
-        if pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type):
-            array = pa.array([None if v is None else "\\x" + v.hex() for v in array.to_pylist()], pa.string())
-        arrays.append(array)
-    return pa.Table.from_arrays(arrays, names=batch.schema.names)
+    frame.select(frame.columns[0]).mapInArrow(copy_partition, "rows long").groupBy().sum("rows").collect()

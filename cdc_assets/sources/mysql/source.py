@@ -11,7 +11,7 @@ from cdc_assets.dbapi.connect import connect, qualified, quote_ident
 from cdc_assets.dbapi.jdbc import mysql_jdbc
 from cdc_assets.errors import SourceSetupError, TableError
 from cdc_assets.sources.base import KeyStats, SqlKeyProbes, resolve_key
-from cdc_assets.sources.mysql.types import column_from_catalog, select_expr
+from cdc_assets.sources.mysql import types
 
 _COLUMNS_SQL = """
 SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_MAXIMUM_LENGTH,
@@ -63,7 +63,7 @@ class MysqlSource(SqlKeyProbes):
                 raise TableError(f"table {table} does not exist on {self.url}", "create it, or remove it from source.tables")
             cur.execute(_PK_SQL, (table.namespace, table.name))
             pk = tuple(r["COLUMN_NAME"] for r in cur.fetchall())
-        columns = tuple(column_from_catalog(r, self._json_columns(table)) for r in rows)
+        columns = tuple(types.column_from_catalog(r, self._json_columns(table)) for r in rows)
         return resolve_key(table, columns, pk, split_column, lambda c: self._is_unique(table, c))
 
     def _json_columns(self, table: TableId) -> set[str]:
@@ -110,7 +110,10 @@ class MysqlSource(SqlKeyProbes):
         return mysql_jdbc(self.url, database="", write=False)
 
     def select_expr(self, column: Column, target_dialect: str) -> tuple[str, bool]:
-        return select_expr(column, self.quote(column.name))
+        return types.select_expr(column, self.quote(column.name))
+
+    def copy_line(self, columns: list[Column], tag_sql: str) -> str:
+        return types.copy_line([f"({tag_sql})"] + [types.copy_field(c, self.quote(c.name)) for c in columns])
 
     def close(self) -> None:
         self.conn.close()

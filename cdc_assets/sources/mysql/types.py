@@ -63,3 +63,30 @@ def select_expr(column: Column, quoted: str) -> tuple[str, bool]:
         return f"LPAD(BIN({quoted}), {column.length}, '0')", True
     # Session time_zone is UTC, so TIMESTAMP renders as the UTC wall clock.
     return f"CAST({quoted} AS CHAR)", True
+
+
+# PostgreSQL COPY text format: fields split by TAB, NULL is \N, and backslash, TAB, LF, CR are escaped.
+_ESCAPED = r"REPLACE(REPLACE(REPLACE(REPLACE({x}, '\\', '\\\\'), '\t', '\\t'), '\n', '\\n'), '\r', '\\r')"
+
+
+def copy_field(column: Column, quoted: str) -> str:
+    """SQL rendering one column as a PostgreSQL COPY text field (NULL stays NULL).
+
+    MariaDB prints doubles shortest-exact and DECIMAL exactly; the session runs in UTC."""
+    kind = column.kind
+    if kind in (Kind.INT, Kind.UINT64, Kind.DECIMAL, Kind.YEAR, Kind.FLOAT64):
+        return quoted
+    if kind == Kind.FLOAT32:
+        return f"CAST({quoted} AS DOUBLE)"  # the exact single-precision value, never a 6-digit rounding
+    if kind == Kind.BINARY:
+        return rf"CONCAT('\\\\x', HEX({quoted}))"  # bytea hex input, its backslash escaped for COPY
+    if kind == Kind.BIT:
+        return f"LPAD(BIN({quoted}), {column.length}, '0')"
+    if kind in (Kind.DATE, Kind.DATETIME, Kind.TIMESTAMP, Kind.TIME):
+        return f"CAST({quoted} AS CHAR)"
+    # Mixed column charsets cannot meet in one CONCAT_WS: everything text becomes utf8mb4 first.
+    return _ESCAPED.format(x=f"CONVERT({quoted} USING utf8mb4)")
+
+
+def copy_line(fields: list[str]) -> str:
+    return "CONCAT_WS('\\t', " + ", ".join(f"COALESCE({f}, '\\\\N')" for f in fields) + ")"

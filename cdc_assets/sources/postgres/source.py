@@ -9,7 +9,7 @@ from cdc_assets.dbapi.connect import connect, qualified, quote_ident
 from cdc_assets.dbapi.jdbc import postgres_jdbc
 from cdc_assets.errors import SourceSetupError, TableError
 from cdc_assets.sources.base import KeyStats, SqlKeyProbes, resolve_key
-from cdc_assets.sources.postgres.types import column_from_catalog, select_expr
+from cdc_assets.sources.postgres import types
 
 _COLUMNS_SQL = """
 SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, t.typcategory
@@ -56,7 +56,7 @@ class PostgresSource(SqlKeyProbes):
             if cur.fetchone()[0] is None:
                 raise TableError(f"table {table} does not exist on {self.url}", "create it, or remove it from source.tables")
             cur.execute(_COLUMNS_SQL, (regclass,))
-            columns = tuple(column_from_catalog(*row) for row in cur.fetchall())
+            columns = tuple(types.column_from_catalog(*row) for row in cur.fetchall())
             cur.execute(_PK_SQL, (regclass,))
             pk = tuple(r[0] for r in cur.fetchall())
         return resolve_key(table, columns, pk, split_column, lambda c: self._is_unique(regclass, c))
@@ -83,7 +83,10 @@ class PostgresSource(SqlKeyProbes):
         return postgres_jdbc(self.url, write=False)
 
     def select_expr(self, column: Column, target_dialect: str) -> tuple[str, bool]:
-        return select_expr(column, self.quote(column.name), target_dialect)
+        return types.select_expr(column, self.quote(column.name), target_dialect)
+
+    def copy_line(self, columns: list[Column], tag_sql: str) -> str:
+        return types.copy_line([f"({tag_sql})::text"] + [types.copy_field(c, self.quote(c.name)) for c in columns])
 
     def close(self) -> None:
         self.conn.close()

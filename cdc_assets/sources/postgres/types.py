@@ -55,3 +55,22 @@ def select_expr(column: Column, quoted: str, target_dialect: str) -> tuple[str, 
     if column.kind == Kind.ARRAY and target_dialect == "mysql":
         return f"to_json({quoted})::text", True  # MySQL has no arrays: a JSON array keeps every element
     return f"{quoted}::text", True
+
+
+# PostgreSQL COPY text format: fields split by TAB, NULL is \N, and backslash, TAB, LF, CR are escaped.
+_ESCAPED = r"replace(replace(replace(replace({x}, '\', '\\'), chr(9), '\t'), chr(10), '\n'), chr(13), '\r')"
+
+
+def copy_field(column: Column, quoted: str) -> str:
+    """SQL rendering one column as a COPY text field; PostgreSQL's own output functions are exact."""
+    kind = column.kind
+    if kind in (Kind.INT, Kind.DECIMAL, Kind.FLOAT32, Kind.FLOAT64, Kind.BOOL, Kind.DATE, Kind.DATETIME,
+                Kind.TIMESTAMP, Kind.TIME, Kind.BIT, Kind.UUID):
+        return f"{quoted}::text"
+    if kind == Kind.BINARY:
+        return rf"'\\x' || encode({quoted}, 'hex')"
+    return _ESCAPED.format(x=f"{quoted}::text")
+
+
+def copy_line(fields: list[str]) -> str:
+    return "concat_ws(chr(9), " + ", ".join(f"coalesce({f}, '\\N')" for f in fields) + ")"
