@@ -67,8 +67,9 @@ class TaskRuntime:
         if self._spark is None:
             from cdc_assets.spark.session import build_session, warm_up  # Spark starts in seconds: only when reading
 
-            self._spark = build_session(self.config.spark, app_name=f"cdc_assets:{self.config.task_id}")
-            warm_up(self._spark, self.source.jdbc())
+            self._spark, started = build_session(self.config.spark, app_name=f"cdc_assets:{self.config.task_id}")
+            if started:
+                warm_up(self._spark, self.source.jdbc())
         return self._spark
 
     def adopt_spark(self, session) -> None:

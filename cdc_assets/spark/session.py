@@ -5,6 +5,7 @@ import os
 import sys
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from cdc_assets.config import SparkConfig
@@ -15,7 +16,8 @@ _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 _JVM_OPTIONS = f"-Duser.timezone=UTC -Dlog4j2.configurationFile={_LOG_CONFIG}"
 
 
-def build_session(config: SparkConfig, app_name: str = "cdc_assets") -> SparkSession:
+def build_session(config: SparkConfig, app_name: str = "cdc_assets") -> tuple[SparkSession, bool]:
+    """The session, and whether it was started now (False: an already running one was reused)."""
     missing = [j for j in config.jars if not Path(j).is_file()]
     if missing:
         raise ConfigError(
@@ -39,9 +41,10 @@ def build_session(config: SparkConfig, app_name: str = "cdc_assets") -> SparkSes
     )
     for key, value in config.conf.items():
         builder = builder.config(key, value)
+    started = SparkContext._active_spark_context is None  # getOrCreate has no public "did I create it"
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
-    return session
+    return session, started
 
 
 def warm_up(session: SparkSession, endpoint: JdbcEndpoint) -> None:
