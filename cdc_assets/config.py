@@ -118,12 +118,6 @@ class SparkConfig(_Model):
         return conf
 
 
-class PipelineConfig(_Model):
-    checkpoint_after_events: int = Field(1000, ge=1)
-    checkpoint_interval_secs: float = Field(10, gt=0)
-    exactly_once: bool = False
-
-
 class TaskConfig(_Model):
     task_id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
     source: SourceConfig
@@ -132,7 +126,6 @@ class TaskConfig(_Model):
     resumer: ResumerConfig = SqliteResumer()
     runtime: RuntimeConfig = RuntimeConfig()
     spark: SparkConfig = SparkConfig()
-    pipeline: PipelineConfig = PipelineConfig()
 
     @model_validator(mode="after")
     def _split_columns_name_tables(self) -> "TaskConfig":

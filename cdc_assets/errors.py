@@ -32,11 +32,3 @@ class TableError(CdcError):
 
 class PlanError(CdcError):
     """The frozen split plan and the request disagree."""
-
-
-class SplitFailed(CdcError):
-    """A split could not be read or committed; it stays unfinished and is retried."""
-
-
-class PositionLost(CdcError):
-    """The log position to resume from no longer exists (purged binlog, dropped slot)."""

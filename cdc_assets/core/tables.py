@@ -6,7 +6,7 @@ A MySQL database maps to a PostgreSQL schema of the same name and back, so a `Ta
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 
 from cdc_assets.errors import ConfigError
@@ -86,7 +86,6 @@ class TableSchema:
     table: TableId
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...]  # or the configured split column for tables without one
-    key_is_configured: bool = field(default=False)
 
     def column(self, name: str) -> Column:
         for col in self.columns:

@@ -90,10 +90,6 @@ class Resumer:
     def finished(self) -> dict[str, PositionRecord]:
         return {r.position_key: r for r in self.records() if r.resumer_type == SNAPSHOT_FINISHED}
 
-    def reads(self) -> dict[str, int]:
-        return {r.position_key: int(r.position_data.get("reads", 0))
-                for r in self.records() if r.resumer_type == SNAPSHOT_DOING}
-
     def clear(self) -> None:
         self.store.clear(self.task_id)
         if self.store is not self.log:

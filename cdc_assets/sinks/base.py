@@ -105,10 +105,6 @@ class SqlSink:
             cur.execute(f"DROP TABLE IF EXISTS {self.table_sql(staging)}")
             cur.execute(f"{self.staging_prefix()} {self.table_sql(staging)} ({', '.join(cols)})")
 
-    def drop_staging(self, staging: TableId) -> None:
-        with self.conn.cursor() as cur:
-            cur.execute(f"DROP TABLE IF EXISTS {self.table_sql(staging)}")
-
     def commit(self, schema: TableSchema, staging: TableId, transports: list[Transport],
                in_transaction: Callable[[object, dict[int, int]], None] | None = None) -> CommitResult:
         """Upsert the staged rows into the target and run `in_transaction(cursor, rows_by_split)` in the same

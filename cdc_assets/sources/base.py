@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Protocol
+from typing import Protocol
 
-from cdc_assets.core.events import Idle, SchemaChange, Transaction
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.keys import key_kind, to_key_value, to_param
 from cdc_assets.core.positions import Position
@@ -47,23 +46,6 @@ class Source(Protocol):
     def table_sql(self, table: TableId) -> str: ...
 
     def quote(self, name: str) -> str: ...
-
-    def close(self) -> None: ...
-
-
-class LogReader(Protocol):
-    """Reads committed transactions from a source log (binlog, logical replication, change stream)."""
-
-    def read(self, start: Position, stop_at: Position | None = None) -> Iterator[Transaction | SchemaChange | Idle]:
-        """Yield what committed after `start`, in log order, whole transactions only.
-
-        With `stop_at`, return once every transaction ending at or before it was yielded (a bounded
-        catch-up); without it, keep reading and yield `Idle` when the log is quiet, until `close()`.
-        Raises PositionLost when `start` is no longer in the log.
-        """
-
-    def acknowledge(self, position: Position) -> None:
-        """The target stored everything up to `position`: the source may release the log before it."""
 
     def close(self) -> None: ...
 
@@ -123,7 +105,7 @@ def resolve_key(table: TableId, columns: tuple[Column, ...], pk: tuple[str, ...]
             if col.nullable or not is_unique(split_column):
                 raise TableError(f"split column '{split_column}' of {table} must be NOT NULL and carry a unique index",
                                  "add a unique index on it (upserts need a unique key), or choose another column")
-    schema = TableSchema(table, columns, key, key_is_configured=not pk)
+    schema = TableSchema(table, columns, key)
     if key_kind(schema.split_column) is None:
         raise TableError(f"cannot split {table} on column '{key[0]}' of type {schema.split_column.native}",
                          "split on an integer, decimal, string, uuid, date or binary column")

@@ -25,6 +25,15 @@ def runtime_for(tmp_path, servers, db, tables, split_size, **extra):
     return TaskRuntime(config)
 
 
+def plan(tmp_path, servers, db, tables, split_size, **extra):
+    """ensure_plans on a fresh runtime, closed afterwards whatever happens."""
+    rt = runtime_for(tmp_path, servers, db, tables, split_size, **extra)
+    try:
+        return ensure_plans(rt)
+    finally:
+        rt.close()
+
+
 def covered_counts(conn, db, table, plan):
     """Rows per split, counted by the source with the very predicates the snapshot sends."""
     counts = []
@@ -41,15 +50,11 @@ def test_dense_integer_keys_split_evenly(tmp_path, servers, mysql_db):
     with conn.cursor() as cur:
         cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
         cur.execute("INSERT INTO t SELECT seq, seq FROM seq_1_to_1000")
-    rt = runtime_for(tmp_path, servers, db, [f"{db}.t"], 100)
-    try:
-        [tp] = ensure_plans(rt)
-    finally:
-        rt.close()
-    plan = tp.plan
-    assert plan.key_kind == "int" and len(plan.splits) == 10
-    assert plan.splits[-1].range.end is None and plan.splits[0].range.start is None
-    assert covered_counts(conn, db, "t", plan) == [100] * 10
+    [tp] = plan(tmp_path, servers, db, [f"{db}.t"], 100)
+    splits = tp.plan.splits
+    assert tp.plan.key_kind == "int" and len(splits) == 10
+    assert splits[-1].range.end is None and splits[0].range.start is None
+    assert covered_counts(conn, db, "t", tp.plan) == [100] * 10
 
 
 def test_string_keys_split_by_next_boundary_queries(tmp_path, servers, mysql_db):
@@ -58,11 +63,7 @@ def test_string_keys_split_by_next_boundary_queries(tmp_path, servers, mysql_db)
         cur.execute("CREATE TABLE s (code VARCHAR(40) PRIMARY KEY, v INT)")
         # Quotes and backslashes in keys exercise the literals the Spark predicates carry.
         cur.execute("INSERT INTO s SELECT CONCAT(CHAR(65 + seq % 26), 'o''k\\\\', seq), seq FROM seq_1_to_1037")
-    rt = runtime_for(tmp_path, servers, db, [f"{db}.s"], 100)
-    try:
-        [tp] = ensure_plans(rt)
-    finally:
-        rt.close()
+    [tp] = plan(tmp_path, servers, db, [f"{db}.s"], 100)
     counts = covered_counts(conn, db, "s", tp.plan)
     assert tp.plan.key_kind == "string"
     assert sum(counts) == 1037 and max(counts) <= 100 and len(counts) == 11
@@ -75,11 +76,7 @@ def test_composite_key_with_long_runs_of_first_column_is_never_cut(tmp_path, ser
         # 'big' has 250 rows, more than a split holds; the rest are groups of three.
         cur.execute("INSERT INTO c SELECT 'big', seq, seq FROM seq_1_to_250")
         cur.execute("INSERT INTO c SELECT CONCAT('k', seq DIV 3), seq, seq FROM seq_1_to_300")
-    rt = runtime_for(tmp_path, servers, db, [f"{db}.c"], 100)
-    try:
-        [tp] = ensure_plans(rt)
-    finally:
-        rt.close()
+    [tp] = plan(tmp_path, servers, db, [f"{db}.c"], 100)
     assert sum(covered_counts(conn, db, "c", tp.plan)) == 550
     with conn.cursor() as cur:
         for s in tp.plan.splits:
@@ -112,29 +109,18 @@ def test_table_without_primary_key_needs_a_unique_split_column(tmp_path, servers
     with conn.cursor() as cur:
         cur.execute("CREATE TABLE nopk (code VARCHAR(10) NOT NULL, v INT, UNIQUE KEY (code))")
         cur.execute("CREATE TABLE nopk2 (v INT)")
-    rt = runtime_for(tmp_path, servers, db, [f"{db}.nopk"], 100)
     with pytest.raises(TableError, match=rf"{db}.nopk has no primary key.*split_columns"):
-        ensure_plans(rt)
-    rt.close()
-    rt = runtime_for(tmp_path, servers, db, [f"{db}.nopk"], 100,
-                     source_extra={"split_columns": {f"{db}.nopk": "code"}})
-    try:
-        [tp] = ensure_plans(rt)
-        assert tp.schema.primary_key == ("code",)
-    finally:
-        rt.close()
-    rt = runtime_for(tmp_path, servers, db, [f"{db}.nopk2"], 100, source_extra={"split_columns": {f"{db}.nopk2": "v"}})
+        plan(tmp_path, servers, db, [f"{db}.nopk"], 100)
+    [tp] = plan(tmp_path, servers, db, [f"{db}.nopk"], 100, source_extra={"split_columns": {f"{db}.nopk": "code"}})
+    assert tp.schema.primary_key == ("code",)
     with pytest.raises(TableError, match="NOT NULL and carry a unique index"):
-        ensure_plans(rt)
-    rt.close()
+        plan(tmp_path, servers, db, [f"{db}.nopk2"], 100, source_extra={"split_columns": {f"{db}.nopk2": "v"}})
 
 
 def test_missing_table_is_refused_by_name(tmp_path, servers, mysql_db):
     db, _ = mysql_db
-    rt = runtime_for(tmp_path, servers, db, [f"{db}.ghost"], 100)
     with pytest.raises(TableError, match=rf"table {db}.ghost does not exist"):
-        ensure_plans(rt)
-    rt.close()
+        plan(tmp_path, servers, db, [f"{db}.ghost"], 100)
 
 
 def test_binlog_row_image_not_full_is_refused(tmp_path, servers, mysql_db):
@@ -143,10 +129,8 @@ def test_binlog_row_image_not_full_is_refused(tmp_path, servers, mysql_db):
         cur.execute("CREATE TABLE t (id INT PRIMARY KEY)")
         cur.execute("SET GLOBAL binlog_row_image = 'MINIMAL'")
     try:
-        rt = runtime_for(tmp_path, servers, db, [f"{db}.t"], 100)
         with pytest.raises(SourceSetupError, match="binlog_row_image is MINIMAL"):
-            ensure_plans(rt)
-        rt.close()
+            plan(tmp_path, servers, db, [f"{db}.t"], 100)
     finally:
         with conn.cursor() as cur:
             cur.execute("SET GLOBAL binlog_row_image = 'FULL'")

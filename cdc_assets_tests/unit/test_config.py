@@ -1,6 +1,4 @@
 """Config validation: exact messages naming the key, `${VAR}` expansion, no password in any error."""
-from pathlib import Path
-
 import pytest
 
 from cdc_assets.config import LogResumer, SqliteResumer, TargetResumer, load_config, parse_config
