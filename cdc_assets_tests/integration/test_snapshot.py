@@ -156,3 +156,48 @@ def test_watermarks_bracket_writes_made_during_the_read(tmp_path, servers, spark
     assert is_before(low, seen["after_writes"]) and not is_before(high, seen["after_writes"])
     for record in finished.values():  # later groups start after the writes: their low watermark says so
         assert not is_before(position_from_json(record.position_data["high_watermark"]), seen["after_writes"])
+
+
+@pytest.mark.parametrize("source_table", ["mysql", "postgres"], indirect=True)
+def test_snapshot_survives_a_concurrent_writer(tmp_path, servers, spark, source_table, target_db):
+    """A writer inserts, updates and deletes (ids divisible by 7, and new ids) for the whole snapshot:
+    every split still finishes, rows the writer never touched arrive exactly, and each group's
+    watermarks are ordered (low <= high)."""
+    import threading
+
+    kind, db, table, conn = source_table
+    src = f"`{db}`.items" if kind == "mysql" else "app.items"
+    writer_conn = servers.mariadb.connect(db) if kind == "mysql" else servers.postgres.connect(db)
+    stop = threading.Event()
+    writes = {"n": 0}
+
+    def write_until_stopped():
+        next_id = ROWS + 1
+        with writer_conn.cursor() as cur:
+            while not stop.is_set():
+                victim = 7 * (1 + writes["n"] % (ROWS // 7))
+                cur.execute(f"UPDATE {src} SET name = 'w{writes['n']}' WHERE id = {victim}")
+                cur.execute(f"DELETE FROM {src} WHERE id = {victim + 7 * 3}")
+                cur.execute(f"INSERT INTO {src} (id, name) VALUES ({next_id}, 'new')")
+                next_id += 1
+                writes["n"] += 1
+
+    rt = make_runtime(tmp_path, servers, spark, source_table, target_db)
+    thread = threading.Thread(target=write_until_stopped)
+    try:
+        [tp] = ensure_plans(rt)
+        thread.start()
+        results = snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+        finished = rt.resumer.finished()
+    finally:
+        stop.set()
+        thread.join()
+        rt.close(stop_spark=False)
+        writer_conn.close()
+    assert writes["n"] > 0 and len(results) == len(tp.plan.splits) == len(finished)
+    untouched = lambda rows: [r for r in rows if r[0] % 7 != 0 and r[0] <= ROWS]  # noqa: E731
+    assert untouched(target_rows(target_db, table)) == untouched(fetch_rows(conn, src, "id"))
+    groups = sorted({(json.dumps(r.position_data["low_watermark"]), json.dumps(r.position_data["high_watermark"]))
+                     for r in finished.values()})
+    for low, high in groups:
+        assert not is_before(position_from_json(json.loads(high)), position_from_json(json.loads(low)))
