@@ -30,10 +30,6 @@ class SplitResult:
     seconds: float
     skipped: bool = False  # finished before this run: not read again
 
-    @property
-    def rows_per_sec(self) -> float:
-        return self.rows / self.seconds if self.seconds > 0 else 0.0
-
 
 def snapshot_splits(rt: TaskRuntime, table: TableId, split_ids: list[str]) -> list[SplitResult]:
     plan = rt.plans.load(table)
