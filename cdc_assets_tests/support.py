@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -52,3 +53,22 @@ def normalise(value):
     if isinstance(value, (dict, list)):
         return json.dumps(value, sort_keys=True)
     return value
+
+
+@contextmanager
+def source_database(servers, kind: str, name: str, statements: list[str]):
+    """A fresh database on the MariaDB or PostgreSQL server with `statements` run in it; yields an
+    autocommit connection. MySQL databases are dropped afterwards (PostgreSQL ones die with the server)."""
+    server = servers.mariadb if kind == "mysql" else servers.postgres
+    server.create_database(name)
+    conn = server.connect(name)
+    with conn.cursor() as cur:
+        for statement in statements:
+            cur.execute(statement)
+    try:
+        yield conn
+    finally:
+        if kind == "mysql":
+            with conn.cursor() as cur:
+                cur.execute(f"DROP DATABASE `{name}`")
+        conn.close()

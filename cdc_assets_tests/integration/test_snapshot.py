@@ -9,43 +9,31 @@ from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import PhaseHooks, TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
 from cdc_assets.resumer.logfile import FINISHED_LOG, POSITION_LOG
-from cdc_assets_tests.support import config_for, fetch_rows
+from cdc_assets_tests.support import config_for, fetch_rows, source_database
 
 ROWS = 2500
 
 
-def seed_mysql(conn):
-    with conn.cursor() as cur:
-        cur.execute("CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(40), price DECIMAL(10,2), seen DATETIME(6))")
-        cur.execute(f"INSERT INTO items SELECT seq, CONCAT('item ', seq), seq / 3, "
-                    f"TIMESTAMP('2024-01-01') + INTERVAL seq MINUTE FROM seq_1_to_{ROWS}")
-
-
-def seed_postgres(conn):
-    with conn.cursor() as cur:
-        cur.execute("CREATE SCHEMA IF NOT EXISTS app")
-        cur.execute("CREATE TABLE app.items (id INT PRIMARY KEY, name VARCHAR(40), price NUMERIC(10,2), seen TIMESTAMP(6))")
-        cur.execute(f"INSERT INTO app.items SELECT g, 'item ' || g, g / 3.0, TIMESTAMP '2024-01-01' + g * INTERVAL '1 minute' "
-                    f"FROM generate_series(1, {ROWS}) g")
+MYSQL_SEED = [
+    "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(40), price DECIMAL(10,2), seen DATETIME(6))",
+    f"INSERT INTO items SELECT seq, CONCAT('item ', seq), seq / 3, TIMESTAMP('2024-01-01') + INTERVAL seq MINUTE "
+    f"FROM seq_1_to_{ROWS}",
+]
+POSTGRES_SEED = [
+    "CREATE SCHEMA app",
+    "CREATE TABLE app.items (id INT PRIMARY KEY, name VARCHAR(40), price NUMERIC(10,2), seen TIMESTAMP(6))",
+    f"INSERT INTO app.items SELECT g, 'item ' || g, g / 3.0, TIMESTAMP '2024-01-01' + g * INTERVAL '1 minute' "
+    f"FROM generate_series(1, {ROWS}) g",
+]
 
 
 @pytest.fixture
 def source_table(request, servers, unique_name):
-    """(db_type, database, table, connection) of a seeded source table, dropped afterwards."""
+    """(db_type, database, table, connection) of a seeded source table."""
     kind = request.param
-    if kind == "mysql":
-        servers.mariadb.create_database(unique_name)
-        conn = servers.mariadb.connect(unique_name)
-        seed_mysql(conn)
-        yield kind, unique_name, f"{unique_name}.items", conn
-        with conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE `{unique_name}`")
-    else:
-        servers.postgres.create_database(unique_name)
-        conn = servers.postgres.connect(unique_name)
-        seed_postgres(conn)
-        yield kind, unique_name, "app.items", conn
-    conn.close()
+    seed, table = (MYSQL_SEED, f"{unique_name}.items") if kind == "mysql" else (POSTGRES_SEED, "app.items")
+    with source_database(servers, kind, unique_name, seed) as conn:
+        yield kind, unique_name, table, conn
 
 
 @pytest.fixture

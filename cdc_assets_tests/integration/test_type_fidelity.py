@@ -11,7 +11,7 @@ import pytest
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
-from cdc_assets_tests.support import config_for
+from cdc_assets_tests.support import config_for, source_database
 
 MYSQL_DDL = """CREATE TABLE types_t (
   id INT PRIMARY KEY, ti TINYINT, tiu TINYINT UNSIGNED, si SMALLINT, mi MEDIUMINT, i INT, iu INT UNSIGNED,
@@ -96,23 +96,12 @@ def read_table(conn, table_sql: str):
 def source(request, servers, unique_name):
     kind = request.param
     if kind == "mysql":
-        servers.mariadb.create_database(unique_name)
-        conn = servers.mariadb.connect(unique_name)
-        with conn.cursor() as cur:
-            cur.execute(MYSQL_DDL)
-            cur.execute("INSERT INTO types_t VALUES " + ", ".join(MYSQL_ROWS))
-        yield kind, unique_name, f"{unique_name}.types_t", conn, "types_t"
-        with conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE `{unique_name}`")
+        seed, table, sql = [MYSQL_DDL, "INSERT INTO types_t VALUES " + ", ".join(MYSQL_ROWS)], f"{unique_name}.types_t", "types_t"
     else:
-        servers.postgres.create_database(unique_name)
-        conn = servers.postgres.connect(unique_name)
-        with conn.cursor() as cur:
-            cur.execute("CREATE SCHEMA app")
-            cur.execute(PG_DDL)
-            cur.execute("INSERT INTO app.types_t VALUES " + ", ".join(PG_ROWS))
-        yield kind, unique_name, "app.types_t", conn, "app.types_t"
-    conn.close()
+        seed, table, sql = ["CREATE SCHEMA app", PG_DDL, "INSERT INTO app.types_t VALUES " + ", ".join(PG_ROWS)], \
+            "app.types_t", "app.types_t"
+    with source_database(servers, kind, unique_name, seed) as conn:
+        yield kind, unique_name, table, conn, sql
 
 
 def snapshot(tmp_path, servers, spark, source, target_kind, target_db):
