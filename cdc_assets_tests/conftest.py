@@ -7,26 +7,25 @@ from pathlib import Path
 
 import pytest
 
-from cdc_assets.dev.servers import MariaDbServer, PostgresServer, start_servers, stop_servers
+from cdc_assets.dev.servers import MariaDbServer, PostgresServer, running_servers
 
 
 @dataclass
 class Servers:
     mariadb: MariaDbServer
     postgres: PostgresServer
+    base_dir: Path
 
 
 @pytest.fixture(scope="session")
 def servers():
-    # Not under pytest's tmp dir: the postgres OS user must be able to reach the data directory.
-    base = Path(tempfile.mkdtemp(prefix="cdc-test-servers-"))
-    base.chmod(0o755)
-    mariadb, postgres = start_servers(base)
+    # Not under pytest's tmp dir: that is root-only (0700), and the postgres OS user must reach its data.
+    base_dir = Path(tempfile.mkdtemp(prefix="cdc-test-servers-"))
     try:
-        yield Servers(mariadb, postgres)
+        with running_servers(base_dir) as (mariadb, postgres):
+            yield Servers(mariadb, postgres, base_dir)
     finally:
-        stop_servers(base)
-        shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(base_dir, ignore_errors=True)
 
 
 @pytest.fixture

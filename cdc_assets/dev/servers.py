@@ -2,10 +2,11 @@
 
 For tests, the demo and benchmarks: never the machine's shared services, whose settings we do not own.
 `python -m cdc_assets.dev.servers start|stop|status DIR` runs them by hand; `servers.json` in DIR lets a
-later process attach to servers that are still running.
+later process attach to servers that are still running, and a restart reuses the data left in DIR.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import pwd
@@ -14,15 +15,21 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import psycopg2
 import pymysql
 
 DEV_USER, DEV_PASSWORD = "cdc", "cdc"  # throwaway servers on loopback only
 STATE_FILE = "servers.json"
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 30.0
 
 
 def free_port() -> int:
@@ -31,27 +38,67 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _port_free(port: int) -> bool:
+def _bindable(port: int) -> bool:
     with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) != 0
+        # Same flag the servers use, so a port left in TIME_WAIT by our previous run still counts as free.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
 
 
-def _wait(check, timeout: float, what: str, log: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    tail = log.read_text(errors="replace")[-2000:] if log.exists() else "(no log)"
-    raise RuntimeError(f"{what} did not start within {timeout:.0f} s; log tail:\n{tail}")
+def _tail(path: Path, chars: int = 3000) -> str:
+    return path.read_text(errors="replace")[-chars:] if path.exists() else f"({path} does not exist)"
 
 
-def _alive(pid: int) -> bool:
+def _run(args: list[str], what: str, timeout: float = START_TIMEOUT) -> None:
+    done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed ({done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")
+
+
+def _running(pid: int, command: str) -> bool:
+    """Is `pid` a live (not zombie) `command` process? The name check keeps a recycled pid from being
+    mistaken for our server, or killed as one."""
     try:
-        os.kill(pid, 0)
-        return True
+        stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
+    name = stat[stat.index("(") + 1:stat.rindex(")")]
+    state = stat[stat.rindex(")") + 2]
+    return name == command and state not in "ZX"
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _request_shutdown(args: list[str]) -> bool:
+    """Run a shutdown command; False when it failed or hung."""
+    try:
+        return subprocess.run(args, capture_output=True, timeout=STOP_TIMEOUT).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def _terminate(pid: int, command: str, polite: signal.Signals, grace: float) -> None:
+    """Give `pid` `grace` seconds to finish a requested shutdown, then send `polite`, then SIGKILL."""
+    for sig, wait in ((None, grace), (polite, 10.0), (signal.SIGKILL, 10.0)):
+        if sig is not None and _running(pid, command):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                return
+        if _wait_for(lambda: not _running(pid, command), wait):
+            return
+    raise RuntimeError(f"{command} pid {pid} survived SIGKILL")
 
 
 @dataclass
@@ -60,72 +107,105 @@ class MariaDbServer:
     port: int
     pid: int = 0
     user: str = DEV_USER
-    password: str = DEV_PASSWORD
+    password: str = field(default=DEV_PASSWORD, repr=False)  # test failures print reprs
+    _process: subprocess.Popen | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def datadir(self) -> Path:
+        return self.base / "data"
 
     @property
     def socket(self) -> Path:
         return self.base / "mysql.sock"
 
+    @property
+    def config_file(self) -> Path:
+        return self.base / "my.cnf"
+
+    @property
+    def error_log(self) -> Path:
+        return self.base / "mariadb.err"
+
     def url(self, database: str | None = None) -> str:
         return f"mysql://{self.user}:{self.password}@127.0.0.1:{self.port}" + (f"/{database}" if database else "")
 
-    def connect(self, database: str | None = None):
+    def public_url(self) -> str:
+        return f"mysql://{self.user}@127.0.0.1:{self.port}"
+
+    def connect(self, database: str | None = None) -> pymysql.connections.Connection:
         return pymysql.connect(host="127.0.0.1", port=self.port, user=self.user, password=self.password,
                                database=database, autocommit=True, charset="utf8mb4", local_infile=True)
 
     def create_database(self, name: str) -> None:
         conn = self.connect()
-        with conn.cursor() as cur:
-            cur.execute(f"CREATE DATABASE IF NOT EXISTS `{name}` CHARACTER SET utf8mb4")
-        conn.close()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"CREATE DATABASE IF NOT EXISTS `{name}` CHARACTER SET utf8mb4")
+        finally:
+            conn.close()
 
-    def _config(self) -> Path:
-        data = self.base / "data"
-        lines = [
-            "[mariadbd]", f"datadir={data}", f"port={self.port}", "bind-address=127.0.0.1", f"socket={self.socket}",
-            f"pid-file={self.base / 'mariadb.pid'}", f"log-error={self.base / 'mariadb.err'}",
-            f"log-bin={data / 'mysql-bin'}", "binlog-format=ROW", "binlog-row-image=FULL", "binlog-row-metadata=FULL",
-            "server-id=1", "character-set-server=utf8mb4", "collation-server=utf8mb4_unicode_ci",
-            "innodb-buffer-pool-size=512M", "innodb-flush-log-at-trx-commit=2", "sync-binlog=0", "local-infile=1",
-            "max-allowed-packet=256M", "skip-name-resolve", "explicit-defaults-for-timestamp=1",
-            "default-time-zone=+00:00", "secure-file-priv=", "log-bin-trust-function-creators=1",
-        ]
-        if os.geteuid() == 0:
-            lines.append("user=root")
-        path = self.base / "my.cnf"
-        path.write_text("\n".join(lines) + "\n")
-        return path
-
-    def start(self) -> "MariaDbServer":
+    def start(self) -> MariaDbServer:
+        """Start on `base`, initialising the data directory only if it has none (restarts keep the data)."""
         self.base.mkdir(parents=True, exist_ok=True)
-        cnf = self._config()
-        fresh = not (self.base / "data" / "mysql").exists()
-        if fresh:
-            subprocess.run(["mariadb-install-db", f"--defaults-file={cnf}", "--auth-root-authentication-method=normal",
-                            "--skip-test-db"], check=True, capture_output=True)
-        proc = subprocess.Popen([shutil.which("mariadbd") or "/usr/sbin/mariadbd", f"--defaults-file={cnf}"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        self.pid = proc.pid
-        _wait(self._pings, 60, "mariadbd", self.base / "mariadb.err")
-        if fresh:
-            self._create_user()
+        self._write_config()
+        if not (self.datadir / "mysql").exists():
+            _run(["mariadb-install-db", f"--defaults-file={self.config_file}",
+                  "--auth-root-authentication-method=normal", "--skip-test-db"], "mariadb-install-db")
+        # Options mariadbd rejects are reported on stderr before the error log is opened.
+        with open(self.base / "mariadbd.out", "wb") as out:
+            self._process = subprocess.Popen(
+                [shutil.which("mariadbd") or "/usr/sbin/mariadbd", f"--defaults-file={self.config_file}"],
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        self.pid = self._process.pid
+        if not _wait_for(lambda: self._process.poll() is not None or self.answers(), START_TIMEOUT) \
+                or self._process.poll() is not None:
+            self.stop()
+            raise RuntimeError(f"mariadbd did not start on port {self.port}:\n"
+                               f"{_tail(self.base / 'mariadbd.out', 1000)}\n{_tail(self.error_log)}")
+        self._grant_dev_user()
         return self
 
-    def _pings(self) -> bool:
-        return subprocess.run(["mariadb-admin", f"--socket={self.socket}", "-uroot", "ping"],
-                              capture_output=True).returncode == 0
+    def _write_config(self) -> None:
+        # Rewritten on every start: the port may have changed since the data directory was created.
+        server = [
+            f"datadir={self.datadir}", f"port={self.port}", "bind-address=127.0.0.1", f"socket={self.socket}",
+            f"pid-file={self.base / 'mariadb.pid'}", f"log-error={self.error_log}",
+            f"log-bin={self.datadir / 'mysql-bin'}", "binlog-format=ROW", "binlog-row-image=FULL",
+            "binlog-row-metadata=FULL", "server-id=1", "character-set-server=utf8mb4",
+            "collation-server=utf8mb4_unicode_ci", "innodb-buffer-pool-size=256M",
+            "innodb-flush-log-at-trx-commit=2", "sync-binlog=0", "local-infile=1", "max-allowed-packet=256M",
+            "skip-name-resolve", "explicit-defaults-for-timestamp=1", "default-time-zone=+00:00",
+            "secure-file-priv=", "log-bin-trust-function-creators=1",
+        ]
+        if os.geteuid() == 0:
+            server.append("user=root")
+        # [client] lets `mariadb --defaults-file=<base>/my.cnf` reach this server as root over the socket.
+        client = [f"socket={self.socket}", f"port={self.port}", "user=root"]
+        self.config_file.write_text("\n".join(["[mariadbd]", *server, "", "[client]", *client]) + "\n")
 
-    def _create_user(self) -> None:
+    def _admin(self, program: str, *args: str) -> list[str]:
+        # --no-defaults keeps the machine's /etc/mysql client settings (and its server's socket) out of it.
+        return [program, "--no-defaults", f"--socket={self.socket}", "-uroot", *args]
+
+    def answers(self) -> bool:
+        return subprocess.run(self._admin("mariadb-admin", "ping"), capture_output=True).returncode == 0
+
+    def _grant_dev_user(self) -> None:
+        # Idempotent on every start, so a first start interrupted after install-db still ends with the user.
         sql = "".join(
             f"CREATE USER IF NOT EXISTS '{self.user}'@'{host}' IDENTIFIED BY '{self.password}';"
             f"GRANT ALL PRIVILEGES ON *.* TO '{self.user}'@'{host}' WITH GRANT OPTION;"
             for host in ("127.0.0.1", "localhost")
         )
-        subprocess.run(["mariadb", f"--socket={self.socket}", "-uroot", "-e", sql], check=True, capture_output=True)
+        _run(self._admin("mariadb", "-e", sql), "creating the MariaDB dev user")
 
     def stop(self) -> None:
-        subprocess.run(["mariadb-admin", f"--socket={self.socket}", "-uroot", "shutdown"], capture_output=True)
-        _stop_pid(self.pid)
+        if _running(self.pid, "mariadbd"):
+            # SHUTDOWN returns at once, where `mariadb-admin shutdown` polls for the exit in whole seconds.
+            asked = _request_shutdown(self._admin("mariadb", "-e", "SHUTDOWN"))
+            _terminate(self.pid, "mariadbd", signal.SIGTERM, grace=STOP_TIMEOUT if asked else 0)
+        if self._process is not None:
+            self._process.wait()  # our child: reap it, else it lingers as a zombie
 
 
 @dataclass
@@ -137,65 +217,98 @@ class PostgresServer:
     overrides: tuple[tuple[str, str], ...] = ()  # postgresql.conf settings that differ from ours
 
     @property
-    def data(self) -> Path:
+    def datadir(self) -> Path:
         return self.base / "data"
+
+    @property
+    def log_file(self) -> Path:
+        return self.base / "postgres.log"
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}"
 
-    def connect(self, database: str = "postgres"):
+    def public_url(self) -> str:
+        return self.url()
+
+    def connect(self, database: str = "postgres") -> psycopg2.extensions.connection:
         conn = psycopg2.connect(host="127.0.0.1", port=self.port, user=self.user, dbname=database)
         conn.autocommit = True
         return conn
 
     def create_database(self, name: str) -> None:
         conn = self.connect()
-        with conn.cursor() as cur:
-            cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
-            if cur.fetchone() is None:
-                cur.execute(f'CREATE DATABASE "{name}"')
-        conn.close()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
+                if cur.fetchone() is None:
+                    cur.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            conn.close()
 
-    def _as_postgres(self, args: list[str]) -> list[str]:
-        # initdb and postgres refuse to run as root.
-        return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
-
-    def start(self) -> "PostgresServer":
-        bindir = _pg_bindir()
+    def start(self) -> PostgresServer:
+        """Start on `base` (which the postgres OS user must be able to reach), running initdb only if the
+        data directory is new (restarts keep the data)."""
         self.base.mkdir(parents=True, exist_ok=True)
-        log = self.base / "postgres.log"
         if os.geteuid() == 0:
-            _ensure_os_user("postgres")
-            os.chmod(self.base, 0o755)
-            _traversable(self.base)
-            log.touch()
-            shutil.chown(log, "postgres", "postgres")
-            shutil.chown(self.base, "postgres", "postgres")
-        if not (self.data / "PG_VERSION").exists():
-            subprocess.run(self._as_postgres([str(bindir / "initdb"), "-D", str(self.data), "-U", self.user,
-                                              "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8"]),
-                           check=True, capture_output=True)
+            self._hand_to_postgres_user()
+        bindir = _pg_bindir()
+        if not (self.datadir / "PG_VERSION").exists():
+            _run(self._as_postgres(str(bindir / "initdb"), "-D", str(self.datadir), "-U", self.user,
+                                   "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8",
+                                   "--no-sync"), "initdb")  # throwaway data: fsync is off on the server too
         self._configure()
-        subprocess.run(self._as_postgres([str(bindir / "pg_ctl"), "-D", str(self.data), "-l", str(log), "-w",
-                                          "-t", "60", "start"]), check=True, capture_output=True)
-        self.pid = int((self.data / "postmaster.pid").read_text().split()[0])
-        _wait(self._answers, 30, "postgres", log)
+        self._await_dead_postmaster()
+        try:
+            _run(self._as_postgres(str(bindir / "pg_ctl"), "-D", str(self.datadir), "-l", str(self.log_file),
+                                   "-w", "-t", str(int(START_TIMEOUT)), "start"), f"pg_ctl start on port {self.port}")
+        except RuntimeError as err:
+            raise RuntimeError(f"{err}\n{_tail(self.log_file)}") from None
+        self.pid = int((self.datadir / "postmaster.pid").read_text().split()[0])
+        if not self.answers():  # e.g. a port set by ALTER SYSTEM overrides ours
+            self.stop()
+            raise RuntimeError(f"PostgreSQL in {self.datadir} started but does not answer on port {self.port}")
         return self
 
+    def _await_dead_postmaster(self) -> None:
+        """PostgreSQL will not start while the pid in a stale postmaster.pid exists, and a crashed postmaster
+        (not our child) can linger as a zombie until init reaps it, about a second here."""
+        lock = self.datadir / "postmaster.pid"
+        words = lock.read_text().split() if lock.exists() else []
+        if words and not _running(int(words[0]), "postgres"):
+            _wait_for(lambda: not Path(f"/proc/{words[0]}").exists(), 10)
+
+    def _hand_to_postgres_user(self) -> None:
+        # initdb and postgres refuse to run as root; as root we run them as the OS user postgres.
+        _ensure_os_user("postgres")
+        self.base.chmod(0o755)
+        shutil.chown(self.base, "postgres", "postgres")
+        self.log_file.touch()  # pg_ctl, running as postgres, cannot create it in a root-owned place
+        shutil.chown(self.log_file, "postgres", "postgres")
+
+    def _as_postgres(self, *args: str) -> list[str]:
+        return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else list(args)
+
     def _configure(self) -> None:
+        # Our settings go to an included file rewritten on every start (the port may change), placed before
+        # postgresql.auto.conf so ALTER SYSTEM still wins.
         settings = {
             "listen_addresses": "'127.0.0.1'", "port": str(self.port), "unix_socket_directories": f"'{self.base}'",
             "wal_level": "logical", "max_replication_slots": "20", "max_wal_senders": "20", "max_wal_size": "2GB",
             "shared_buffers": "256MB", "synchronous_commit": "on", "fsync": "off", "full_page_writes": "off",
             "wal_sender_timeout": "0", "timezone": "'UTC'", "max_connections": "100", **dict(self.overrides),
         }
-        (self.data / "postgresql.auto.conf").write_text("".join(f"{k} = {v}\n" for k, v in settings.items()))
-        (self.data / "pg_hba.conf").write_text(
-            "local all all trust\nlocal replication all trust\n"
-            "host all all 127.0.0.1/32 trust\nhost replication all 127.0.0.1/32 trust\n"
-            "host all all ::1/128 trust\nhost replication all ::1/128 trust\n")
+        include = "include_if_exists = 'cdc_dev.conf'\n"
+        main_conf = self.datadir / "postgresql.conf"
+        if include not in main_conf.read_text():
+            with main_conf.open("a") as f:
+                f.write(include)
+        (self.datadir / "cdc_dev.conf").write_text("".join(f"{k} = {v}\n" for k, v in settings.items()))
+        (self.datadir / "pg_hba.conf").write_text("".join(
+            f"{kind} {db} all {addr} trust\n"
+            for kind, addr in (("local", ""), ("host", "127.0.0.1/32"), ("host", "::1/128"))
+            for db in ("all", "replication")))
 
-    def _answers(self) -> bool:
+    def answers(self) -> bool:
         try:
             self.connect().close()
             return True
@@ -203,15 +316,19 @@ class PostgresServer:
             return False
 
     def stop(self) -> None:
-        subprocess.run(self._as_postgres([str(_pg_bindir() / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w",
-                                          "stop"]), capture_output=True)
-        _stop_pid(self.pid)
+        if not _running(self.pid, "postgres"):
+            return
+        pg_ctl = str(_pg_bindir() / "pg_ctl")
+        asked = _request_shutdown(self._as_postgres(pg_ctl, "-D", str(self.datadir), "-m", "fast", "-w",
+                                                    "-t", str(int(STOP_TIMEOUT)), "stop"))
+        # SIGINT is PostgreSQL's fast shutdown; SIGTERM would wait for every client to disconnect.
+        _terminate(self.pid, "postgres", signal.SIGINT, grace=5 if asked else 0)
 
 
 def _pg_bindir() -> Path:
     versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parent.parent.name))
     if not versions:
-        raise RuntimeError("PostgreSQL server binaries not found: run scripts/install-deps.sh")
+        raise RuntimeError("no PostgreSQL server under /usr/lib/postgresql: run scripts/install-deps.sh")
     return versions[-1].parent
 
 
@@ -222,80 +339,153 @@ def _ensure_os_user(name: str) -> None:
         subprocess.run(["useradd", "-r", "-M", name], check=True)
 
 
-def _traversable(path: Path) -> None:
-    """The postgres OS user must reach its data dir: open up (o+x) every parent we own."""
-    for parent in path.resolve().parents:
-        mode = parent.stat().st_mode
-        if not mode & 0o001:
-            os.chmod(parent, mode | 0o001)
+def _postgres_home(base_dir: Path) -> Path:
+    """`base_dir/postgres`, or, when the postgres OS user cannot pass through base_dir's parents (say it
+    lives under /root), a directory under /tmp that `base_dir/postgres` links to: we do not loosen the
+    permissions of directories we do not own. Restarts follow the link, so the data is kept; removing
+    base_dir leaves the linked directory behind."""
+    home = base_dir / "postgres"
+    if home.exists():
+        return home.resolve()
+    if home.is_symlink():  # its /tmp target was cleaned away: start afresh
+        home.unlink()
+    if os.geteuid() != 0 or _others_can_reach(base_dir):
+        return home
+    elsewhere = Path(tempfile.mkdtemp(prefix="cdc-pg-"))
+    home.symlink_to(elsewhere)
+    return elsewhere
 
 
-def _stop_pid(pid: int, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while pid and _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if pid and _alive(pid):
-        os.kill(pid, signal.SIGKILL)
+def _others_can_reach(path: Path) -> bool:
+    path = path.resolve()
+    if path.stat().st_uid == os.geteuid():
+        path.chmod(path.stat().st_mode | 0o011)  # the caller's own servers dir: ours to open up
+    return all(p.stat().st_mode & 0o001 for p in [path, *path.parents])
 
 
-def start_servers(base: Path) -> tuple[MariaDbServer, PostgresServer]:
-    """Start both under `base` (data kept across restarts); reuse running ones recorded in servers.json."""
-    running = attach(base)
-    if running:
-        return running
-    old = _read_state(base)
-    ports = [old.get(k, {}).get("port") if old else None for k in ("mariadb", "postgres")]
-    ports = [p if p and _port_free(p) else free_port() for p in ports]
-    mariadb = MariaDbServer(base / "mariadb", ports[0]).start()
-    postgres = PostgresServer(base / "postgres", ports[1]).start()
-    state = {"mariadb": {"port": mariadb.port, "pid": mariadb.pid}, "postgres": {"port": postgres.port, "pid": postgres.pid}}
-    (base / STATE_FILE).write_text(json.dumps(state, indent=1))
+@dataclass
+class _Recorded:
+    """What servers.json says about one server."""
+    port: int | None = None
+    pid: int = 0
+
+
+def _read_state(base_dir: Path) -> dict[str, _Recorded]:
+    path = base_dir / STATE_FILE
+    raw = json.loads(path.read_text()) if path.exists() else {}
+    return {name: _Recorded(entry.get("port"), entry.get("pid", 0)) for name, entry in raw.items()}
+
+
+def _write_state(base_dir: Path, *servers: MariaDbServer | PostgresServer) -> None:
+    state = {
+        "mariadb" if isinstance(s, MariaDbServer) else "postgres":
+            {"port": s.port, "pid": s.pid, "url": s.public_url(), "datadir": str(s.datadir)}
+        for s in servers
+    }
+    (base_dir / STATE_FILE).write_text(json.dumps(state, indent=1) + "\n")
+
+
+def _recorded_mariadb(base_dir: Path, state: dict[str, _Recorded]) -> MariaDbServer | None:
+    rec = state.get("mariadb")
+    return MariaDbServer(base_dir / "mariadb", rec.port, rec.pid) if rec and rec.port else None
+
+
+def _recorded_postgres(base_dir: Path, state: dict[str, _Recorded]) -> PostgresServer | None:
+    rec = state.get("postgres")
+    return PostgresServer((base_dir / "postgres").resolve(), rec.port, rec.pid) if rec and rec.port else None
+
+
+def _alive(server: MariaDbServer | PostgresServer | None) -> bool:
+    command = "mariadbd" if isinstance(server, MariaDbServer) else "postgres"
+    return server is not None and _running(server.pid, command) and server.answers()
+
+
+def _restartable_port(server: MariaDbServer | PostgresServer | None) -> int:
+    """The recorded port when it is still free (clients' configs keep working), else a new one."""
+    if server is not None and _bindable(server.port):
+        return server.port
+    return free_port()
+
+
+Server = TypeVar("Server", MariaDbServer, PostgresServer)
+
+
+def _reuse_or_start(old: Server | None, start: Callable[[int], Server]) -> Server:
+    if _alive(old):
+        return old
+    if old is not None:
+        old.stop()  # alive but not answering: it still holds the data directory's locks
+    return start(_restartable_port(old))
+
+
+def start_servers(base_dir: Path) -> tuple[MariaDbServer, PostgresServer]:
+    """Both servers under `base_dir`: those recorded in servers.json and still answering are reused, the
+    others (re)started on their existing data. servers.json is written after each start, so `stop_servers`
+    also finds a MariaDB whose PostgreSQL then failed to start."""
+    base_dir = base_dir.resolve()
+    base_dir.mkdir(parents=True, exist_ok=True)
+    state = _read_state(base_dir)
+    mariadb = _reuse_or_start(_recorded_mariadb(base_dir, state),
+                              lambda port: MariaDbServer(base_dir / "mariadb", port).start())
+    _write_state(base_dir, mariadb)
+    postgres = _reuse_or_start(_recorded_postgres(base_dir, state),
+                               lambda port: PostgresServer(_postgres_home(base_dir), port).start())
+    _write_state(base_dir, mariadb, postgres)
     return mariadb, postgres
 
 
-def _read_state(base: Path) -> dict | None:
-    path = base / STATE_FILE
-    return json.loads(path.read_text()) if path.exists() else None
+def attach(base_dir: Path) -> tuple[MariaDbServer, PostgresServer] | None:
+    """The servers recorded in `base_dir/servers.json`, if both are running and answering."""
+    base_dir = base_dir.resolve()
+    state = _read_state(base_dir)
+    mariadb, postgres = _recorded_mariadb(base_dir, state), _recorded_postgres(base_dir, state)
+    return (mariadb, postgres) if _alive(mariadb) and _alive(postgres) else None
 
 
-def attach(base: Path) -> tuple[MariaDbServer, PostgresServer] | None:
-    state = _read_state(base)
-    if not state:
-        return None
-    mariadb = MariaDbServer(base / "mariadb", state["mariadb"]["port"], state["mariadb"]["pid"])
-    postgres = PostgresServer(base / "postgres", state["postgres"]["port"], state["postgres"]["pid"])
-    if not (_alive(mariadb.pid) and _alive(postgres.pid) and mariadb._pings() and postgres._answers()):
-        return None
-    return mariadb, postgres
+def stop_servers(base_dir: Path) -> None:
+    """Stop whatever servers.json records under `base_dir`. The data stays, and so do the ports in
+    servers.json, so that the next start keeps configs that name them working."""
+    base_dir = base_dir.resolve()
+    state = _read_state(base_dir)
+    recorded = [s for s in (_recorded_mariadb(base_dir, state), _recorded_postgres(base_dir, state)) if s]
+    for server in recorded:
+        server.stop()
+        server.pid = 0
+    if recorded:
+        _write_state(base_dir, *recorded)
 
 
-def stop_servers(base: Path) -> None:
-    state = _read_state(base)
-    if not state:
-        return
-    MariaDbServer(base / "mariadb", state["mariadb"]["port"], state["mariadb"]["pid"]).stop()
-    PostgresServer(base / "postgres", state["postgres"]["port"], state["postgres"]["pid"]).stop()
-    (base / STATE_FILE).unlink()
+@contextmanager
+def running_servers(base_dir: Path) -> Iterator[tuple[MariaDbServer, PostgresServer]]:
+    try:
+        yield start_servers(base_dir)
+    finally:
+        stop_servers(base_dir)  # also after a half-finished start
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] not in ("start", "stop", "status"):
-        print("usage: python -m cdc_assets.dev.servers start|stop|status DIR", file=sys.stderr)
-        return 2
-    base = Path(argv[1]).resolve()
-    if argv[0] == "start":
-        mariadb, postgres = start_servers(base)
-        print(f"mariadb 127.0.0.1:{mariadb.port} (user {mariadb.user}), postgres 127.0.0.1:{postgres.port} (user postgres)")
-    elif argv[0] == "stop":
-        stop_servers(base)
+def _describe(servers: tuple[MariaDbServer, PostgresServer]) -> str:
+    return "\n".join(f"{name}: {s.public_url()} (pid {s.pid}, data {s.datadir})"
+                     for name, s in zip(("mariadb", "postgres"), servers))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m cdc_assets.dev.servers",
+                                     description="Private MariaDB and PostgreSQL for tests and the demo.")
+    parser.add_argument("command", choices=("start", "stop", "status"))
+    parser.add_argument("dir", type=Path, help="folder holding their data, logs and servers.json")
+    args = parser.parse_args(argv)
+    if args.command == "start":
+        print(_describe(start_servers(args.dir)))
+        print(f"MariaDB user {DEV_USER} has the fixed dev password; PostgreSQL trusts loopback.")
+        return 0
+    if args.command == "stop":
+        stop_servers(args.dir)
         print("stopped")
-    else:
-        running = attach(base)
-        print("not running" if running is None else
-              f"mariadb 127.0.0.1:{running[0].port}, postgres 127.0.0.1:{running[1].port}")
-        return 0 if running else 1
-    return 0
+        return 0
+    running = attach(args.dir)
+    print("not running" if running is None else _describe(running))
+    return 0 if running else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())
