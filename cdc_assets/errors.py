@@ -32,3 +32,7 @@ class TableError(CdcError):
 
 class PlanError(CdcError):
     """The frozen split plan and the request disagree."""
+
+
+class PositionLost(CdcError):
+    """The log position to resume from no longer exists (purged binlog, dropped slot)."""

@@ -1,0 +1,57 @@
+"""Change events read from a source log, in the shape every sink applies.
+
+Values are Python values as the log library decodes them, normalised by the source's log reader to
+the same Python types its snapshot would produce (bytes for binary, str for JSON text, Decimal, ...).
+A row image may be partial: PostgreSQL leaves unchanged TOASTed columns out of an UPDATE's new image;
+those columns are simply absent from `after` and must not be overwritten.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from cdc_assets.core.positions import Position
+from cdc_assets.core.tables import TableId
+
+
+class Op(str, Enum):
+    INSERT = "insert"
+    UPDATE = "update"
+    DELETE = "delete"
+
+
+@dataclass(frozen=True)
+class RowChange:
+    table: TableId
+    op: Op
+    key: tuple  # primary-key values, in key order (from `after`, or `before` for a delete)
+    after: dict | None  # None for a delete; may lack unchanged-TOAST columns
+    before: dict | None = None  # old image when the log carries one
+    position: Position | None = None  # where the event itself ends in the log (for per-split filtering)
+
+
+@dataclass(frozen=True)
+class SchemaChange:
+    """A DDL statement on a captured table (or one the reader cannot tell is harmless)."""
+
+    table: TableId | None
+    statement: str
+    position: Position  # resume point after the statement
+
+
+@dataclass(frozen=True)
+class Transaction:
+    """The changes of one committed transaction; `end` is the resume point after its commit."""
+
+    changes: list[RowChange]
+    end: Position
+    commit_time: float | None = None  # seconds since the epoch, source clock, when the log says
+    xid: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Idle:
+    """Nothing new in the log for a while: lets the consumer checkpoint and notice a stop request."""
+
+    position: Position | None = None  # the log end the reader knows of, if any

@@ -1,0 +1,298 @@
+"""The binlog reader on the private MariaDB: whole transactions in order, values as a SELECT reads them,
+bounded and unbounded reads, DDL, lost positions, and the timestamp startup search."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pymysql
+import pytest
+
+from cdc_assets.core.events import Idle, Op, SchemaChange, Transaction
+from cdc_assets.core.positions import MysqlPosition, is_before
+from cdc_assets.core.tables import TableId
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.dev.servers import free_port
+from cdc_assets.errors import PositionLost, SourceSetupError, UnreachableError
+from cdc_assets.sources.mysql.binlog import BinlogReader, default_server_id, find_position_at
+from cdc_assets.sources.mysql.source import MysqlSource
+
+
+@dataclass
+class Capture:
+    """One test database on the shared MariaDB, with what a test needs to write and read its binlog."""
+
+    name: str
+    url: DbUrl
+    conn: pymysql.connections.Connection
+    source: MysqlSource
+
+    def position(self) -> MysqlPosition:
+        return self.source.current_position()
+
+    def commit(self, *statements: str) -> MysqlPosition:
+        """Run the statements in one transaction; the log end right after it (nothing else writes meanwhile)."""
+        with self.conn.cursor() as cur:
+            cur.execute("BEGIN")
+            for statement in statements:
+                cur.execute(statement)
+            cur.execute("COMMIT")
+        return self.position()
+
+    def execute(self, statement: str, args=None) -> MysqlPosition:
+        with self.conn.cursor() as cur:
+            cur.execute(statement, args)
+        return self.position()
+
+    def table(self, name: str) -> TableId:
+        return TableId(self.name, name)
+
+    def reader(self, *tables: str) -> BinlogReader:
+        schemas = {self.table(t): self.source.describe(self.table(t)) for t in tables}
+        return BinlogReader(self.url, default_server_id(self.name), schemas)
+
+
+@pytest.fixture
+def db(servers, unique_name):
+    servers.mariadb.create_database(unique_name)
+    url = DbUrl.parse(servers.mariadb.url())
+    capture = Capture(unique_name, url, servers.mariadb.connect(unique_name), MysqlSource(url))
+    try:
+        yield capture
+    finally:
+        capture.execute(f"DROP DATABASE `{unique_name}`")
+        capture.source.close()
+        capture.conn.close()
+
+
+def transactions(items) -> list[Transaction]:
+    return [item for item in items if isinstance(item, Transaction)]
+
+
+def test_transactions_come_back_whole_in_order_with_their_commit_positions(db):
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(10))")
+    db.execute("CREATE TABLE b (k1 INT, k2 VARCHAR(5), n INT, PRIMARY KEY (k2, k1))")
+    db.execute("CREATE TABLE other (id INT PRIMARY KEY)")
+    start = db.position()
+    end1 = db.commit("INSERT INTO a VALUES (1, 'one'), (2, 'two')", "INSERT INTO b VALUES (7, 'k', 70)")
+    end2 = db.commit("UPDATE a SET v = 'uno' WHERE id = 1", "DELETE FROM b", "INSERT INTO other VALUES (1)")
+    db.commit("INSERT INTO other VALUES (2)")  # nothing captured: not yielded
+    end4 = db.commit("INSERT INTO b VALUES (8, 'm', 80)", "DELETE FROM a WHERE id = 2")
+
+    items = list(db.reader("a", "b").read(start, stop_at=end4))
+
+    assert all(isinstance(item, Transaction) for item in items)
+    assert [t.end for t in items] == [end1, end2, end4]  # file, offset and GTID as SHOW MASTER STATUS said
+    a, b = db.table("a"), db.table("b")
+    assert [[(c.table, c.op, c.key) for c in t.changes] for t in items] == [
+        [(a, Op.INSERT, (1,)), (a, Op.INSERT, (2,)), (b, Op.INSERT, ("k", 7))],
+        [(a, Op.UPDATE, (1,)), (b, Op.DELETE, ("k", 7))],
+        [(b, Op.INSERT, ("m", 8)), (a, Op.DELETE, (2,))],
+    ]
+    update, delete = items[1].changes
+    assert (update.before, update.after) == ({"id": 1, "v": "one"}, {"id": 1, "v": "uno"})
+    assert (delete.before, delete.after) == ({"k1": 7, "k2": "k", "n": 70}, None)
+    positions = [start] + [p for t in items for p in [c.position for c in t.changes] + [t.end]]
+    assert all(is_before(x, y) or (x == y) for x, y in zip(positions, positions[1:]))  # rows of one event share it
+    ends = [start] + [t.end for t in items]
+    assert all(is_before(x, y) for x, y in zip(ends, ends[1:]))
+    assert all(t.xid and t.commit_time and abs(t.commit_time - time.time()) < 60 for t in items)
+
+
+TYPES_DDL = """CREATE TABLE types_t (
+  id INT PRIMARY KEY, i INT, u BIGINT UNSIGNED, d DECIMAL(65,30), v VARCHAR(20), e_s VARCHAR(5), b BLOB,
+  bn BINARY(4), dt DATETIME(6), ts TIMESTAMP(6) NULL, da DATE, ti TIME, t6 TIME(6), y YEAR, j JSON,
+  en ENUM('a','b'), st SET('x','y','z'), bt BIT(10), f FLOAT, db DOUBLE, uu UUID)"""
+ROWS = [
+    "(1, -2147483648, 18446744073709551615, -12345678901234567890123456789012345.123456789012345678901234567890,"
+    " 'hi 😀', '', x'ff00', 'a', '2024-02-29 23:59:59.123456', '2038-01-19 03:14:07.999999', '9999-12-31',"
+    " '-838:59:59', '-00:00:01.500000', 2155, '{\"a\": [1, 2.5, \"é\"]}', 'b', 'z,x', b'0000000101', 3.14,"
+    " 2.718281828459045, '123e4567-e89b-12d3-a456-426614174000')",
+    "(2, 0, 0, 0, '', '', '', x'00000000', '1000-01-01 00:00:00', '1970-01-01 00:00:01', '1000-01-01', '00:00:00',"
+    " '838:59:59.000000', 1901, '[]', 'a', '', b'0', -3.40282e38, -1.7976931348623157e308,"
+    " '00000000-0000-0000-0000-000000000001')",
+    "(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+    " NULL, NULL)",
+]
+# What a plain SELECT returns, except: BIT travels as the snapshot renders it (padded bit string, pymysql would
+# give bytes), and FLOAT as the exact single-precision value the snapshot reads as DOUBLE (pymysql would give
+# the 6-digit rendering 3.14).
+SELECT_AS_SNAPSHOT = ("SELECT id, i, u, d, v, e_s, b, bn, dt, ts, da, ti, t6, y, j, en, st, LPAD(BIN(bt), 10, '0') AS bt,"
+                      " CAST(f AS DOUBLE) AS f, db, uu FROM types_t ORDER BY id")
+
+
+def selected(db: Capture) -> list[dict]:
+    with db.conn.cursor(pymysql.cursors.DictCursor) as cur:
+        cur.execute(SELECT_AS_SNAPSHOT)
+        return cur.fetchall()
+
+
+def test_values_equal_what_select_reads(db):
+    db.execute(TYPES_DDL)
+    start = db.position()
+    db.commit(f"INSERT INTO types_t VALUES {', '.join(ROWS)}")
+    expected = selected(db)
+    stop = db.commit("DELETE FROM types_t")
+
+    inserted, deleted = transactions(db.reader("types_t").read(start, stop_at=stop))
+
+    assert [c.after for c in inserted.changes] == expected
+    assert [c.before for c in deleted.changes] == expected
+    assert [[type(v) for v in c.after.values()] for c in inserted.changes] == [
+        [type(v) for v in row.values()] for row in expected]  # b'' is not '', Decimal is not float
+
+
+def test_zero_dates_become_none(db):
+    """Exception to 'as SELECT reads it': pymysql returns zero dates as the strings '0000-00-00...'."""
+    db.execute("CREATE TABLE z (id INT PRIMARY KEY, dt DATETIME, ts TIMESTAMP NULL, da DATE, y YEAR)")
+    start = db.position()
+    db.execute("SET SESSION sql_mode = ''")
+    stop = db.commit("INSERT INTO z VALUES (1, '0000-00-00 00:00:00', '0000-00-00 00:00:00', '0000-00-00', 0)")
+
+    (txn,) = transactions(db.reader("z").read(start, stop_at=stop))
+
+    assert txn.changes[0].after == {"id": 1, "dt": None, "ts": None, "da": None, "y": 0}
+
+
+def test_reading_from_a_transaction_end_yields_only_later_transactions(db):
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY)")
+    end1 = db.commit("INSERT INTO a VALUES (1)")
+    end2 = db.commit("INSERT INTO a VALUES (2)")
+    end3 = db.commit("INSERT INTO a VALUES (3)")
+
+    items = transactions(db.reader("a").read(end1, stop_at=end3))
+
+    assert [(t.end, [c.key for c in t.changes]) for t in items] == [(end2, [(2,)]), (end3, [(3,)])]
+
+
+def test_stop_at_ends_a_bounded_read_early(db):
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY)")
+    start = db.position()
+    end1 = db.commit("INSERT INTO a VALUES (1)")
+    db.commit("INSERT INTO a VALUES (2)")
+
+    items = list(db.reader("a").read(start, stop_at=end1))
+
+    assert [t.end for t in items] == [end1]
+
+
+def test_bounded_read_ends_when_nothing_captured_reaches_stop_at(db):
+    """Only other tables change, and the binlog rotates: the read still ends, at the log end, reported as Idle."""
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY)")
+    db.execute("CREATE TABLE other (id INT PRIMARY KEY)")
+    start = db.position()
+    db.commit("INSERT INTO other VALUES (1)")
+    db.execute("FLUSH BINARY LOGS")
+    stop = db.position()
+    assert stop.file != start.file
+
+    began = time.monotonic()
+    items = list(db.reader("a").read(start, stop_at=stop))
+
+    assert time.monotonic() - began < 5
+    assert items == [Idle(stop)]
+
+
+def test_transactions_across_a_rotation_carry_the_new_file(db):
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY)")
+    start = db.position()
+    end1 = db.commit("INSERT INTO a VALUES (1)")
+    db.execute("FLUSH BINARY LOGS")
+    end2 = db.commit("INSERT INTO a VALUES (2)")
+
+    items = list(db.reader("a").read(start, stop_at=end2))
+
+    assert [t.end for t in items] == [end1, end2]
+    assert end2.file != end1.file and items[1].changes[0].position.file == end2.file
+
+
+def test_alter_on_a_captured_table_is_a_schema_change_and_on_another_table_nothing(db):
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY)")
+    db.execute("CREATE TABLE other (id INT PRIMARY KEY)")
+    start = db.position()
+    after_alter = db.execute("ALTER TABLE a ADD COLUMN z INT")
+    stop = db.execute("ALTER TABLE other ADD COLUMN z INT")
+
+    items = list(db.reader("a").read(start, stop_at=stop))
+
+    assert items == [SchemaChange(db.table("a"), "ALTER TABLE a ADD COLUMN z INT", after_alter), Idle(stop)]
+
+
+def test_unbounded_read_yields_idle_then_new_transactions_until_closed(db):
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY)")
+    reader = db.reader("a")
+    items = reader.read(db.position())
+
+    began = time.monotonic()
+    assert isinstance(next(items), Idle)
+    assert 0.9 < time.monotonic() - began < 3
+    end = db.commit("INSERT INTO a VALUES (1)")
+    began = time.monotonic()
+    txn = next(items)
+    assert isinstance(txn, Transaction) and txn.end == end and time.monotonic() - began < 2
+    reader.close()
+    assert all(isinstance(item, Idle) for item in items)  # ends within a heartbeat
+
+
+def test_missing_column_names_ask_for_full_row_metadata(db):
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY, v INT)")
+    start = db.position()
+    db.execute("SET GLOBAL binlog_row_metadata = MINIMAL")
+    try:
+        writer = DbUrl.parse(db.url.render(masked=False))
+        conn = pymysql.connect(host=writer.host, port=writer.port, user=writer.user, password=writer.password,
+                               database=db.name, autocommit=True)  # a new session takes the global setting
+        conn.cursor().execute("INSERT INTO a VALUES (1, 2)")
+        conn.close()
+    finally:
+        db.execute("SET GLOBAL binlog_row_metadata = FULL")
+    stop = db.position()
+
+    with pytest.raises(SourceSetupError, match="no column names.*binlog_row_metadata=FULL"):
+        list(db.reader("a").read(start, stop_at=stop))
+
+
+def test_bogus_binlog_file_is_a_lost_position_with_the_way_out(db):
+    lost = MysqlPosition("mysql-bin.999999", 4)
+
+    with pytest.raises(PositionLost) as caught:
+        list(db.reader().read(lost, stop_at=lost))
+
+    message = str(caught.value)
+    assert "mysql-bin.999999:4 was purged" in message and "cdc-assets plan --replan" in message
+    assert "cdc:***@" in message
+
+
+def test_position_inside_an_event_is_a_lost_position(db):
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY)")
+    start = db.position()
+    end = db.commit("INSERT INTO a VALUES (1)")
+    inside = MysqlPosition(start.file, start.pos + 1)
+
+    with pytest.raises(PositionLost, match=f"from {inside.file}:{inside.pos}"):
+        list(db.reader("a").read(inside, stop_at=end))
+
+
+def test_refused_connection_is_unreachable_with_a_masked_url():
+    url = DbUrl.parse(f"mysql://cdc:s3cret@127.0.0.1:{free_port()}")
+    start = MysqlPosition("mysql-bin.000001", 4)
+
+    with pytest.raises(UnreachableError) as caught:
+        list(BinlogReader(url, default_server_id("refused"), {}).read(start, stop_at=start))
+
+    assert "cdc:***@127.0.0.1" in str(caught.value) and "s3cret" not in str(caught.value)
+
+
+def test_find_position_at_lands_between_two_transactions(db):
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY)")
+    end1 = db.commit("INSERT INTO a VALUES (1)")
+    time.sleep(1.5)
+    moment = time.time()
+    time.sleep(1.5)
+    end2 = db.commit("INSERT INTO a VALUES (2)")
+
+    found = find_position_at(db.url, moment)
+
+    assert (found.file, found.pos) == (end1.file, end1.pos)
+    assert [t.end for t in transactions(db.reader("a").read(found, stop_at=end2))] == [end2]
+    assert find_position_at(db.url, time.time() + 60) == end2  # after everything: the log end
