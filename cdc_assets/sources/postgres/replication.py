@@ -1,0 +1,507 @@
+"""PostgreSQL logical replication with the built-in `pgoutput` plugin (protocol v1): publication and slot
+administration, and `PgLogReader`, the log reader over psycopg2's LogicalReplicationConnection.
+
+Facts this relies on (PostgreSQL 15 "Logical Decoding", "Streaming Replication Protocol"; lab-findings §5):
+- pgoutput sends a transaction whole, once it committed: Begin, Relation (before the first change of a
+  relation in a session and after its definition changed), Insert/Update/Delete/Truncate, Commit;
+  transactions without published changes are not sent at all (PG >= 15);
+- Commit's end LSN is the resume point; the server starts at max(requested LSN, slot's confirmed_flush_lsn)
+  and skips every transaction whose commit record starts before it;
+- XLogData's walEnd is the message's own LSN (0 for Relation), a keepalive's walEnd is how far decoding got:
+  everything committed before it was already sent;
+- the slot keeps WAL from its restart_lsn until the client reports a later flush position.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import select
+import struct
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg2
+import psycopg2.errors
+import psycopg2.extensions as ext
+from psycopg2.extras import LogicalReplicationConnection
+
+from cdc_assets.core.events import Idle, Op, RowChange, SchemaChange, Transaction
+from cdc_assets.core.positions import PgPosition
+from cdc_assets.core.tables import TableId, TableSchema
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.dbapi.connect import connect, qualified, quote_ident
+from cdc_assets.errors import PositionLost, SourceSetupError, TableError, UnreachableError
+from cdc_assets.sources.postgres import pgoutput
+
+IDLE_AFTER = 1.0  # seconds without a yield before an Idle
+POLL_INTERVAL = 0.2  # seconds select() waits for the replication socket
+STATUS_INTERVAL = 5  # seconds between psycopg2's automatic status updates; servers drop silent clients after
+#                      wal_sender_timeout (60 s by default)
+RELEASE_TIMEOUT = 5.0  # seconds a closed walsender may take to release its slot
+MAX_IDENTIFIER = 63  # NAMEDATALEN - 1: longer names are truncated by the server (slot names are refused)
+SESSION_OPTIONS = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"
+
+REPLAN_HINT = "re-plan and re-snapshot the task: cdc-assets plan --replan"
+NETWORK_HINT = "check that the server runs, the host/port/user/password in the URL, and the network"
+
+# ---- names ---------------------------------------------------------------------------------------------------
+
+_PLAIN_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def _identifier(task_id: str) -> str:
+    """`cdc_assets_<task_id>` when that is a plain lowercase identifier (what slot names allow), else a cleaned,
+    shortened form with a hash of the task id so that 'a-b' and 'a_b' still get different names."""
+    name = f"cdc_assets_{task_id}"
+    if _PLAIN_IDENTIFIER.match(name) and len(name) <= MAX_IDENTIFIER:
+        return name
+    digest = hashlib.sha256(task_id.encode()).hexdigest()[:8]
+    return re.sub(r"[^a-z0-9_]", "_", name.lower())[:MAX_IDENTIFIER - 9] + "_" + digest
+
+
+def publication_name(task_id: str) -> str:
+    return _identifier(task_id)
+
+
+def slot_name(task_id: str) -> str:
+    return _identifier(task_id)
+
+
+# ---- publication and slot administration (on an autocommit connection) ---------------------------------------
+
+def ensure_publication(conn, name: str, tables: list[TableId]) -> None:
+    """Make publication `name` publish exactly `tables`: create it, or set its table list if it exists."""
+    listed = ", ".join(qualified("postgres", t.namespace, t.name) for t in tables)
+    try:
+        with conn.cursor() as cur:
+            try:
+                cur.execute(f"CREATE PUBLICATION {quote_ident('postgres', name)} FOR TABLE {listed}")
+            except psycopg2.errors.DuplicateObject:
+                cur.execute(f"ALTER PUBLICATION {quote_ident('postgres', name)} SET TABLE {listed}")
+    except psycopg2.errors.UndefinedTable as exc:
+        raise TableError(f"cannot publish {listed}: {_first_line(exc)}",
+                         "create the table, or remove it from source.tables") from None
+    except psycopg2.errors.InsufficientPrivilege as exc:
+        raise SourceSetupError(f"cannot create or alter publication {name}: {_first_line(exc)}",
+                               "run as the owner of the tables (or a superuser), with CREATE on the database") from None
+
+
+def drop_publication(conn, name: str) -> None:
+    with conn.cursor() as cur:
+        cur.execute(f"DROP PUBLICATION IF EXISTS {quote_ident('postgres', name)}")
+
+
+def ensure_slot(conn, slot: str) -> PgPosition:
+    """Create logical slot `slot` for pgoutput unless it exists; its confirmed position either way (for a new
+    slot: its consistent point, from which every later commit is decoded)."""
+    if (state := slot_state(conn, slot)) is not None:
+        _check_slot(conn, slot, state)
+        return state.confirmed_flush_lsn
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT lsn::text FROM pg_create_logical_replication_slot(%s, 'pgoutput')", (slot,))
+            return PgPosition.parse_lsn(cur.fetchone()[0])
+    except psycopg2.errors.DuplicateObject:  # created meanwhile by a concurrent run
+        return ensure_slot(conn, slot)
+    except (psycopg2.errors.ObjectNotInPrerequisiteState, psycopg2.errors.ConfigurationLimitExceeded,
+            psycopg2.errors.InsufficientPrivilege) as exc:
+        raise SourceSetupError(
+            f"cannot create replication slot {slot}: {_first_line(exc)}",
+            "logical slots need wal_level = logical, a free slot under max_replication_slots (drop unused ones) "
+            "and a user with the REPLICATION attribute") from None
+
+
+def _check_slot(conn, slot: str, state: SlotState) -> None:
+    with conn.cursor() as cur:
+        cur.execute("SELECT current_database()")
+        here = cur.fetchone()[0]
+    if state.plugin != "pgoutput" or state.database != here:
+        raise SourceSetupError(
+            f"replication slot {slot} exists but decodes with '{state.plugin}' in database '{state.database}', "
+            f"not 'pgoutput' in '{here}'", f"drop it (SELECT pg_drop_replication_slot('{slot}')), then {REPLAN_HINT}")
+
+
+def drop_slot(conn, slot: str) -> None:
+    """Drop `slot` if it exists, once no reader holds it."""
+    try:
+        _once_released(conn, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                             "WHERE slot_name = %s", (slot,))
+    except psycopg2.errors.ObjectInUse as exc:
+        raise SourceSetupError(f"cannot drop replication slot {slot}: {_first_line(exc)}",
+                               "stop the task's incremental run first") from None
+
+
+def _once_released(conn, sql: str, params: tuple) -> None:
+    """Run a statement that needs the slot, waiting a little for a walsender that is letting go of it: a
+    closed replication connection's server process exits shortly after, not at once."""
+    deadline = time.monotonic() + RELEASE_TIMEOUT
+    while True:
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql, params)
+            return
+        except psycopg2.errors.ObjectInUse:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(POLL_INTERVAL)
+
+
+@dataclass(frozen=True)
+class SlotState:
+    """A slot as pg_replication_slots shows it, with the WAL it holds back (for lag and retention reports)."""
+
+    slot: str
+    plugin: str
+    database: str
+    active: bool
+    restart_lsn: PgPosition | None  # the oldest WAL the slot keeps
+    confirmed_flush_lsn: PgPosition | None  # the position acknowledged by the reader
+    wal_status: str | None  # reserved / extended / unreserved / lost (lost: the slot is unusable)
+    retained_bytes: int | None  # WAL kept for the slot: current WAL position - restart_lsn
+    lag_bytes: int | None  # current WAL position - confirmed_flush_lsn
+
+
+_SLOT_SQL = """
+SELECT plugin, database, active, restart_lsn::text, confirmed_flush_lsn::text, wal_status,
+       pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint,
+       pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint
+FROM pg_replication_slots WHERE slot_name = %s"""
+
+
+def slot_state(conn, slot: str) -> SlotState | None:
+    """The state of `slot`, or None when it does not exist."""
+    with conn.cursor() as cur:
+        cur.execute(_SLOT_SQL, (slot,))
+        row = cur.fetchone()
+    if row is None:
+        return None
+    plugin, database, active, restart, confirmed, wal_status, retained, lag = row
+    lsn = lambda text: None if text is None else PgPosition.parse_lsn(text)  # noqa: E731
+    return SlotState(slot, plugin, database, active, lsn(restart), lsn(confirmed), wal_status, retained, lag)
+
+
+def _advance_slot(url: DbUrl, slot: str, position: PgPosition) -> None:
+    """Move the slot's confirmed position forward by SQL (never back: the server refuses that)."""
+    conn = connect(url)
+    try:
+        _once_released(conn, "SELECT pg_replication_slot_advance(slot_name, %s::pg_lsn) FROM pg_replication_slots "
+                             "WHERE slot_name = %s AND confirmed_flush_lsn < %s::pg_lsn",
+                       (str(position), slot, str(position)))
+    finally:
+        conn.close()
+
+
+# ---- values: pgoutput text -> Python -------------------------------------------------------------------------
+
+Caster = Callable[[str, Any], Any]  # (text, cursor) -> value, as psycopg2 typecasters are called
+
+
+def _text(value: str, cursor) -> str:
+    return value
+
+
+def _single(value: float) -> float:
+    """The float4 value itself, as `real::float8` reads it in the snapshot (the text is its shortest form)."""
+    return struct.unpack("<f", struct.pack("<f", value))[0]
+
+
+def _then(cast: Caster, convert: Callable[[Any], Any]) -> Caster:
+    """`cast`, then `convert` on every non-NULL element (arrays come as nested lists)."""
+    def apply(value: Any) -> Any:
+        if isinstance(value, list):
+            return [apply(v) for v in value]
+        return None if value is None else convert(value)
+    return lambda value, cursor: apply(cast(value, cursor))
+
+
+# By type OID (pg_type.h); arrays of each beside it.
+PINNED: dict[int, Caster] = {
+    114: _text, 199: ext.UNICODEARRAY,  # json
+    3802: _text, 3807: ext.UNICODEARRAY,  # jsonb
+    2950: _text, 2951: ext.UNICODEARRAY,  # uuid
+    1186: _text, 1187: ext.UNICODEARRAY,  # interval
+    1700: ext.DECIMAL, 1231: ext.DECIMALARRAY,  # numeric
+    17: _then(psycopg2.BINARY, bytes), 1001: _then(ext.BINARYARRAY, bytes),  # bytea
+    700: _then(ext.FLOAT, _single), 1021: _then(ext.FLOATARRAY, _single),  # real
+}
+
+
+def caster(type_oid: int) -> Caster:
+    """How a text value of type `type_oid` becomes the value the snapshot reads.
+
+    `PINNED` holds, whatever typecasters the process registers globally: numeric -> Decimal, bytea -> bytes,
+    real -> its exact single-precision value, json/jsonb -> the JSON text (the sink parses it), uuid -> str,
+    interval -> its text in IntervalStyle postgres (a timedelta cannot hold months), arrays of those as lists.
+    Other types go through psycopg2's typecasters (timestamptz -> aware datetime in UTC, date, time, bool, int,
+    arrays -> lists, ...); OIDs psycopg2 does not know (enums, domains, extension types) stay text."""
+    return PINNED.get(type_oid) or ext.string_types.get(type_oid) or _text
+
+
+# ---- messages -> events --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Relation:
+    """What the last Relation message said about one relation id."""
+
+    message: pgoutput.Relation
+    table: TableId
+    casters: tuple[Caster, ...]
+
+    def image(self, values: tuple, cursor, key_only: bool = False, old: tuple | None = None) -> dict:
+        """Column name -> value. Unchanged TOASTed values are left out unless `old` (a full old row) has them."""
+        row = {}
+        for i, (column, cast, value) in enumerate(zip(self.message.columns, self.casters, values)):
+            if key_only and not column.is_key:
+                continue
+            if value is pgoutput.UNCHANGED and old is not None:
+                value = old[i]
+            if value is pgoutput.UNCHANGED:
+                continue
+            row[column.name] = value if value is None or isinstance(value, bytes) else cast(value, cursor)
+        return row
+
+
+def describe_change(old: pgoutput.Relation, new: pgoutput.Relation) -> str:
+    """A human description of how a relation's definition changed; '' when nothing we read changed."""
+    before, after = {c.name: c for c in old.columns}, {c.name: c for c in new.columns}
+    columns = [f"{what} [{', '.join(names)}]" for what, names in (
+        ("added", [n for n in after if n not in before]),
+        ("removed", [n for n in before if n not in after]),
+        ("retyped", [n for n in after if n in before
+                     and (after[n].type_oid, after[n].atttypmod) != (before[n].type_oid, before[n].atttypmod)]),
+    ) if names]
+    parts = [f"columns changed: {'; '.join(columns)}"] if columns else []
+    old_key, new_key = [c.name for c in old.columns if c.is_key], [c.name for c in new.columns if c.is_key]
+    if old_key != new_key:
+        parts.append(f"replica identity changed: [{', '.join(old_key)}] -> [{', '.join(new_key)}]")
+    if (old.namespace, old.name) != (new.namespace, new.name):
+        parts.append(f"renamed to {new.namespace}.{new.name}")
+    return "; ".join(parts)
+
+
+class _Assembler:
+    """Turns pgoutput messages into events:
+
+        OUTSIDE --Begin--> INSIDE --Relation / Insert / Update / Delete / Truncate--> INSIDE --Commit--> OUTSIDE
+
+    A Commit yields a Transaction of the captured changes, each positioned at the commit's end: PostgreSQL
+    makes a transaction's changes visible at its commit, so that is where each of them takes effect. A changed
+    Relation or a Truncate of a captured table yields a SchemaChange at once, positioned at the last commit
+    end before it (resuming there replays its transaction). Transactions that end at or before `start` were
+    applied already and yield nothing.
+    """
+
+    def __init__(self, start: PgPosition, schemas: dict[TableId, TableSchema], cursor) -> None:
+        self.start = start
+        self.boundary = start  # the end of the last commit seen, or start
+        self.schemas = schemas
+        self.cursor = cursor
+        self.inside = False
+        self.replayed = False
+        self.begin: pgoutput.Begin | None = None
+        self.pending: list[tuple] = []  # (table, op, key, after, before)
+        self.relations: dict[int, _Relation] = {}
+        self._handlers = {
+            pgoutput.Begin: self._begin, pgoutput.Commit: self._commit, pgoutput.Relation: self._relation,
+            pgoutput.Insert: self._insert, pgoutput.Update: self._update, pgoutput.Delete: self._delete,
+            pgoutput.Truncate: self._truncate,
+        }
+
+    def feed(self, message: pgoutput.Message) -> list[Transaction | SchemaChange]:
+        handler = self._handlers.get(type(message))  # Origin and Type tell us nothing we use
+        return handler(message) if handler else []
+
+    def _begin(self, message: pgoutput.Begin) -> list:
+        # A commit record never straddles `start` (a commit end or a keepalive's walEnd), so a transaction
+        # whose commit record starts before it also ends at or before it.
+        self.inside, self.begin, self.pending = True, message, []
+        self.replayed = message.final_lsn < self.start.lsn
+        return []
+
+    def _commit(self, message: pgoutput.Commit) -> list[Transaction]:
+        self.inside, pending, self.pending = False, self.pending, []
+        if self.replayed:
+            return []
+        end = self.boundary = PgPosition(message.end_lsn)
+        if not pending:
+            return []
+        changes = [RowChange(*change, position=end) for change in pending]
+        return [Transaction(changes, end, message.commit_time.timestamp(), self.begin.xid)]
+
+    def _relation(self, message: pgoutput.Relation) -> list[SchemaChange]:
+        known = self.relations.get(message.relation_id)
+        table = TableId(message.namespace, message.name)
+        casters = tuple(caster(c.type_oid) for c in message.columns)
+        self.relations[message.relation_id] = _Relation(message, table, casters)
+        if known is None or self.replayed or known.table not in self.schemas:
+            return []
+        change = describe_change(known.message, message)
+        return [SchemaChange(known.table, change, self.boundary)] if change else []
+
+    def _truncate(self, message: pgoutput.Truncate) -> list[SchemaChange]:
+        if self.replayed:
+            return []
+        tables = [self.relations[r].table for r in message.relation_ids]
+        return [SchemaChange(t, f"TRUNCATE {t}", self.boundary) for t in tables if t in self.schemas]
+
+    def _captured(self, relation_id: int) -> _Relation | None:
+        relation = self.relations[relation_id]  # pgoutput sends a Relation before the first change of each
+        return None if self.replayed or relation.table not in self.schemas else relation
+
+    def _insert(self, message: pgoutput.Insert) -> list:
+        if relation := self._captured(message.relation_id):
+            after = relation.image(message.new, self.cursor)
+            self._add(relation.table, Op.INSERT, after, None)
+        return []
+
+    def _update(self, message: pgoutput.Update) -> list:
+        if relation := self._captured(message.relation_id):
+            before = None if message.old is None else relation.image(message.old, self.cursor, message.old_is_key)
+            full_old = None if message.old_is_key else message.old
+            after = relation.image(message.new, self.cursor, old=full_old)
+            self._add(relation.table, Op.UPDATE, after, before)
+        return []
+
+    def _delete(self, message: pgoutput.Delete) -> list:
+        if relation := self._captured(message.relation_id):
+            before = relation.image(message.old, self.cursor, message.old_is_key)
+            self._add(relation.table, Op.DELETE, None, before)
+        return []
+
+    def _add(self, table: TableId, op: Op, after: dict | None, before: dict | None) -> None:
+        values = {**(before or {}), **(after or {})}  # the new key wins; the old one fills unsent columns
+        key_columns = self.schemas[table].primary_key
+        missing = [k for k in key_columns if k not in values]
+        if missing:
+            raise SourceSetupError(
+                f"the log carries no value for key column(s) {', '.join(missing)} of {table} in a {op.value}",
+                f"make the key the replica identity: ALTER TABLE {table} REPLICA IDENTITY USING INDEX <unique index "
+                f"on ({', '.join(key_columns)})>, or REPLICA IDENTITY FULL")
+        self.pending.append((table, op, tuple(values[k] for k in key_columns), after, before))
+
+
+# ---- the stream ----------------------------------------------------------------------------------------------
+
+def _first_line(exc: Exception, secret: str = "") -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text.replace(secret, "***") if secret else text
+
+
+class PgLogReader:
+    """Reads committed transactions of the captured tables from a logical replication slot (a `LogReader`).
+
+    Positions are WAL LSNs: a Transaction ends at its commit's end LSN, an Idle at the last commit end or the
+    server's decoding position (keepalive walEnd), whichever is later. Values: see `caster`; a row image may
+    lack unchanged TOASTed columns (absent, never None). `before` is the full old row with REPLICA IDENTITY
+    FULL, only the key columns when the key changed (or for a delete) with the default identity, else None.
+
+    `acknowledge` reports a flush position to the server, which then may drop the WAL before it. Note that
+    psycopg2 itself moves the reported flush position up to a keepalive's walEnd when every message received
+    was acknowledged: nothing captured lies in between, and an idle slot stops holding WAL back.
+    """
+
+    def __init__(self, url: DbUrl, slot: str, publication: str, schemas: dict[TableId, TableSchema]) -> None:
+        if not url.database:
+            raise SourceSetupError(f"source url {url} names no database",
+                                   "add it: postgresql://user@host:5432/<database>")
+        self.url = url
+        self.slot = slot
+        self.publication = publication
+        self.schemas = schemas
+        self._cursor = None
+        self._closed = False
+
+    def read(self, start: PgPosition, stop_at: PgPosition | None = None
+             ) -> Iterator[Transaction | SchemaChange | Idle]:
+        """Yield what committed after `start`: Transactions with captured changes, SchemaChanges of captured
+        tables, and Idle(position) after ~1 s without either.
+
+        With `stop_at`, return after the transaction ending at or after it, or once the stream is quiet and
+        the server decoded up to it; the last position is reported (as Idle) before returning. Without it,
+        read until `close()`. Raises PositionLost (slot or publication missing), SourceSetupError,
+        UnreachableError."""
+        if stop_at is not None and stop_at.lsn <= start.lsn:
+            return
+        conn = self._connect()
+        try:
+            cursor = conn.cursor()
+            self._start(cursor, start)
+            self._cursor = cursor
+            yield from self._stream(cursor, start, stop_at)
+        finally:
+            self._cursor = None
+            conn.close()
+
+    def _stream(self, cursor, start: PgPosition, stop_at: PgPosition | None) -> Iterator:
+        asm = _Assembler(start, self.schemas, cursor)
+        sent = reported = start  # `sent`: every transaction committing before it was received
+        last_yield = time.monotonic()
+        while not self._closed:
+            message = self._call(cursor.read_message)
+            if message is not None:
+                for item in asm.feed(pgoutput.decode(message.payload)):
+                    yield item
+                    reported, last_yield = asm.boundary, time.monotonic()
+            if not asm.inside:  # walEnd of a keepalive, or of the Commit just read
+                sent = PgPosition(max(sent.lsn, asm.boundary.lsn, cursor.wal_end))
+            if stop_at is not None and not asm.inside and sent.lsn >= stop_at.lsn:
+                if sent != reported:
+                    yield Idle(sent)
+                return
+            if time.monotonic() - last_yield >= IDLE_AFTER:  # quiet, or busy with transactions already applied
+                yield Idle(sent)
+                reported, last_yield = sent, time.monotonic()
+            if message is None:
+                select.select([cursor], [], [], POLL_INTERVAL)
+
+    def acknowledge(self, position: PgPosition) -> None:
+        """The target stored everything up to `position`: let the slot release the WAL before it."""
+        if self._cursor is not None:
+            self._call(lambda: self._cursor.send_feedback(flush_lsn=position.lsn, force=True))
+        else:
+            _advance_slot(self.url, self.slot, position)
+
+    def close(self) -> None:
+        self._closed = True
+
+    def _connect(self):
+        try:
+            return psycopg2.connect(
+                host=self.url.host, port=self.url.port, user=self.url.user or None,
+                password=self.url.password or None, dbname=self.url.database, connect_timeout=10,
+                client_encoding="UTF8", options=SESSION_OPTIONS, connection_factory=LogicalReplicationConnection)
+        except psycopg2.OperationalError as exc:
+            raise UnreachableError(f"cannot open a replication connection to {self.url}: "
+                                   f"{_first_line(exc, self.url.password)}", NETWORK_HINT) from None
+
+    def _start(self, cursor, start: PgPosition) -> None:
+        self._call(lambda: cursor.start_replication(
+            slot_name=self.slot, decode=False, start_lsn=start.lsn, status_interval=STATUS_INTERVAL,
+            options={"proto_version": "1", "publication_names": self.publication}))
+
+    def _call(self, action: Callable[[], Any]) -> Any:
+        try:
+            return action()
+        except psycopg2.Error as exc:
+            raise self._translate(exc) from None
+
+    def _translate(self, exc: psycopg2.Error) -> Exception:
+        reason = _first_line(exc, self.url.password)
+        if isinstance(exc, psycopg2.errors.UndefinedObject) and "publication" in reason:
+            return PositionLost(
+                f"publication {self.publication} is missing on {self.url} for the changes being decoded ({reason}); "
+                "creating it now does not help: the server reads publications as of each change", REPLAN_HINT)
+        if isinstance(exc, psycopg2.errors.UndefinedObject):
+            return PositionLost(f"replication slot {self.slot} does not exist on {self.url} ({reason})", REPLAN_HINT)
+        if isinstance(exc, psycopg2.errors.ObjectNotInPrerequisiteState) and "cannot read from" in reason:
+            return PositionLost(f"replication slot {self.slot} on {self.url} was invalidated ({reason}): it held "
+                                "back more WAL than max_slot_wal_keep_size allows", REPLAN_HINT)
+        if isinstance(exc, psycopg2.errors.ObjectInUse):
+            return SourceSetupError(f"replication slot {self.slot} on {self.url} is in use ({reason})",
+                                    "stop the other reader of this slot (another incremental run of the task?)")
+        if exc.pgcode is None or exc.pgcode[:2] in ("08", "57"):  # connection lost, server shutting down
+            return UnreachableError(f"lost the replication connection to {self.url} ({reason})", NETWORK_HINT)
+        return SourceSetupError(f"logical replication from slot {self.slot} on {self.url} failed ({reason})",
+                                "check the slot, the publication and the server log")

@@ -1,0 +1,320 @@
+"""The pgoutput log reader on the private PostgreSQL: whole transactions in order, values as a SELECT reads
+them, bounded reads, acknowledgements, unchanged TOAST, schema changes, and lost slots."""
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+from decimal import Decimal
+
+import pytest
+
+from cdc_assets.core.events import Idle, Op, SchemaChange, Transaction
+from cdc_assets.core.positions import PgPosition
+from cdc_assets.core.tables import TableId
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.dev.servers import free_port
+from cdc_assets.errors import PositionLost, UnreachableError
+from cdc_assets.sources.postgres.replication import (PgLogReader, drop_publication, drop_slot, ensure_publication,
+                                                     ensure_slot, publication_name, slot_name, slot_state)
+from cdc_assets.sources.postgres.source import PostgresSource
+
+
+@dataclass
+class Capture:
+    """One test database on the shared PostgreSQL, with its own slot and publication."""
+
+    name: str
+    url: DbUrl
+    conn: object
+    source: PostgresSource
+    slot: str
+    publication: str
+
+    def position(self) -> PgPosition:
+        return self.source.current_position()
+
+    def execute(self, *statements: str) -> PgPosition:
+        with self.conn.cursor() as cur:
+            for statement in statements:
+                cur.execute(statement)
+        return self.position()
+
+    def commit(self, *statements: str) -> PgPosition:
+        """Run the statements in one transaction; the WAL position right after it."""
+        return self.execute("BEGIN", *statements, "COMMIT")
+
+    def table(self, name: str) -> TableId:
+        return TableId("public", name)
+
+    def capture(self, *tables: str) -> PgPosition:
+        """Publish `tables` and create the slot: the start position for readers."""
+        ensure_publication(self.conn, self.publication, [self.table(t) for t in tables])
+        return ensure_slot(self.conn, self.slot)
+
+    def reader(self, *tables: str, slot: str | None = None) -> PgLogReader:
+        schemas = {self.table(t): self.source.describe(self.table(t)) for t in tables}
+        return PgLogReader(self.url, slot or self.slot, self.publication, schemas)
+
+
+@pytest.fixture
+def db(servers, unique_name):
+    servers.postgres.create_database(unique_name)
+    url = DbUrl.parse(servers.postgres.url(unique_name))
+    capture = Capture(unique_name, url, servers.postgres.connect(unique_name), PostgresSource(url),
+                      slot_name(unique_name), publication_name(unique_name))
+    try:
+        yield capture
+    finally:
+        drop_slot(capture.conn, capture.slot)
+        drop_publication(capture.conn, capture.publication)
+        capture.source.close()
+        capture.conn.close()
+        admin = servers.postgres.connect()
+        with admin.cursor() as cur:
+            cur.execute(f'DROP DATABASE "{unique_name}" WITH (FORCE)')
+        admin.close()
+
+
+def transactions(items) -> list[Transaction]:
+    return [item for item in items if isinstance(item, Transaction)]
+
+
+def test_transactions_come_back_whole_in_order_with_their_commit_positions(db):
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY, v TEXT)",
+               "CREATE TABLE b (k1 INT, k2 TEXT, n INT, PRIMARY KEY (k2, k1))",
+               "CREATE TABLE other (id INT PRIMARY KEY)")
+    start = db.capture("a", "b", "other")  # `other` is published but not captured: the reader drops it
+    after1 = db.commit("INSERT INTO a VALUES (1, 'one'), (2, 'two')", "INSERT INTO b VALUES (7, 'k', 70)")
+    after2 = db.commit("UPDATE a SET v = 'uno' WHERE id = 1", "DELETE FROM b", "INSERT INTO other VALUES (1)")
+    after3 = db.commit("INSERT INTO other VALUES (2)")
+    after4 = db.commit("INSERT INTO b VALUES (8, 'm', 80)", "DELETE FROM a WHERE id = 2")
+
+    items = list(db.reader("a", "b").read(start, stop_at=after4))
+
+    txns = transactions(items)
+    a, b = db.table("a"), db.table("b")
+    assert [[(c.table, c.op, c.key) for c in t.changes] for t in txns] == [
+        [(a, Op.INSERT, (1,)), (a, Op.INSERT, (2,)), (b, Op.INSERT, ("k", 7))],
+        [(a, Op.UPDATE, (1,)), (b, Op.DELETE, ("k", 7))],
+        [(b, Op.INSERT, ("m", 8)), (a, Op.DELETE, (2,))],
+    ]
+    update, delete = txns[1].changes
+    assert (update.before, update.after) == (None, {"id": 1, "v": "uno"})  # default replica identity: no old row
+    assert (delete.before, delete.after) == ({"k1": 7, "k2": "k"}, None)  # ... and only the key of a deleted one
+    ends = [t.end for t in txns]
+    assert start.lsn < ends[0].lsn <= after1.lsn < ends[1].lsn <= after2.lsn < after3.lsn < ends[2].lsn <= after4.lsn
+    assert all(c.position == t.end for t in txns for c in t.changes)
+    assert all(t.xid and abs(t.commit_time - time.time()) < 60 for t in txns)
+    assert not [i for i in items if not isinstance(i, (Transaction, Idle))]
+
+
+TYPES_DDL = """CREATE TABLE types_t (
+  id INT PRIMARY KEY, i INT, bi BIGINT, n NUMERIC(20,6), t TEXT, by BYTEA, ts TIMESTAMP(6), tz TIMESTAMPTZ,
+  d DATE, j JSONB, arr INT[], u UUID, b BOOL, iv INTERVAL, r REAL, uus UUID[])"""
+ROWS = [
+    "(1, -2147483648, 9223372036854775807, -12345678901234.123456, 'hi 😀 é', '\\x00ff'::bytea,"
+    " '2024-02-29 23:59:59.123456', '2038-01-19 03:14:07.999999+02', '9999-12-31', '{\"a\": [1, 2.5, \"é\"]}',"
+    " '{1,NULL,3}', '123e4567-e89b-12d3-a456-426614174000', true, '1 mon 2 days 03:04:05', 3.14, '{00000000-0000-0000-0000-000000000002}')",
+    "(2, 0, 0, 0.000001, '', ''::bytea, '1970-01-01 00:00:00', '1970-01-01 00:00:00+00', '2000-01-01', '[]',"
+    " '{}', '00000000-0000-0000-0000-000000000001', false, '0', '-Infinity', '{}')",
+    "(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+]
+# What a plain SELECT returns, with the reader's choices spelled out: JSON, INTERVAL and UUID[] as text, REAL as the
+# exact single-precision value (psycopg2 would give 3.14, the snapshot reads real::float8).
+SELECT_AS_READER = ("SELECT id, i, bi, n, t, by, ts, tz, d, j::text AS j, arr, u, b, iv::text AS iv, r::float8 AS r, "
+                    "uus::text[] AS uus "
+                    "FROM types_t ORDER BY id")
+
+
+def selected(db: Capture) -> list[dict]:
+    with db.conn.cursor() as cur:
+        cur.execute(SELECT_AS_READER)
+        names = [d.name for d in cur.description]
+        return [{k: bytes(v) if isinstance(v, memoryview) else v for k, v in zip(names, row)} for row in cur.fetchall()]
+
+
+def test_values_equal_what_select_reads(db):
+    db.execute(TYPES_DDL)
+    start = db.capture("types_t")
+    db.commit(f"INSERT INTO types_t VALUES {', '.join(ROWS)}")
+    expected = selected(db)
+    stop = db.commit("DELETE FROM types_t")
+
+    inserted, deleted = transactions(db.reader("types_t").read(start, stop_at=stop))
+
+    assert [c.after for c in inserted.changes] == expected
+    first, second, nulls = (c.after for c in inserted.changes)
+    assert first["n"] == Decimal("-12345678901234.123456") and isinstance(first["n"], Decimal)
+    assert (first["by"], second["by"]) == (b"\x00\xff", b"")
+    assert first["tz"] == datetime(2038, 1, 19, 1, 14, 7, 999999, tzinfo=timezone.utc)
+    assert first["ts"].tzinfo is None and first["d"] == date(9999, 12, 31)
+    assert (first["j"], first["arr"]) == ('{"a": [1, 2.5, "é"]}', [1, None, 3])
+    assert first["u"] == "123e4567-e89b-12d3-a456-426614174000"
+    assert (first["r"], first["uus"]) == (3.140000104904175, ["00000000-0000-0000-0000-000000000002"])
+    assert (first["iv"], first["t"], first["bi"]) == ("1 mon 2 days 03:04:05", "hi 😀 é", 9223372036854775807)
+    assert set(nulls.values()) == {3, None}
+    assert [c.before for c in deleted.changes] == [{"id": 1}, {"id": 2}, {"id": 3}]
+
+
+def test_stop_at_ends_a_bounded_read_and_positions_strictly_increase(db):
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY)")
+    start = db.capture("a")
+    ends = [db.commit(f"INSERT INTO a VALUES ({i})") for i in range(1, 6)]
+
+    items = list(db.reader("a").read(start, stop_at=ends[2]))
+
+    assert [[c.key for c in t.changes] for t in transactions(items)] == [[(1,)], [(2,)], [(3,)]]
+    positions = [start] + [i.end if isinstance(i, Transaction) else i.position for i in items]
+    assert all(x.lsn < y.lsn for x, y in zip(positions, positions[1:]))
+    assert ends[1].lsn < positions[-1].lsn <= ends[2].lsn
+
+
+def test_bounded_read_ends_when_no_captured_change_reaches_stop_at(db):
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY)", "CREATE TABLE other (id INT PRIMARY KEY)")
+    start = db.capture("a")
+    end1 = db.commit("INSERT INTO a VALUES (1)")
+    stop = db.commit("INSERT INTO other VALUES (1)")  # not published: the server sends nothing for it
+
+    began = time.monotonic()
+    items = list(db.reader("a").read(start, stop_at=stop))
+
+    assert time.monotonic() - began < 5
+    assert [t.changes[0].key for t in transactions(items)] == [(1,)] and items[0].end.lsn <= end1.lsn
+    assert isinstance(items[-1], Idle) and items[-1].position.lsn >= stop.lsn
+
+
+def test_acknowledged_transactions_are_not_replayed_unacknowledged_ones_are(db):
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY)")
+    start = db.capture("a")
+    db.commit("INSERT INTO a VALUES (1)")
+    db.commit("INSERT INTO a VALUES (2)")
+    stop = db.commit("INSERT INTO a VALUES (3)")
+    reader = db.reader("a")
+
+    def keys_read_from_start(acknowledge_first: bool = False) -> list[tuple]:
+        keys = []
+        for item in reader.read(start, stop_at=stop):
+            if isinstance(item, Transaction):
+                keys += [c.key for c in item.changes]
+                if acknowledge_first and len(keys) == 1:
+                    reader.acknowledge(item.end)  # while streaming: a feedback message
+        return keys
+
+    assert keys_read_from_start() == [(1,), (2,), (3,)]
+    assert keys_read_from_start() == [(1,), (2,), (3,)]  # nothing acknowledged: all replayed
+    assert keys_read_from_start(acknowledge_first=True) == [(1,), (2,), (3,)]
+    assert keys_read_from_start() == [(2,), (3,)]  # the server starts at the slot's confirmed position
+    reader.acknowledge(stop)  # after the stream ended: by SQL on the released slot
+    assert slot_state(db.conn, db.slot).confirmed_flush_lsn == stop
+    assert keys_read_from_start() == []
+
+
+def test_unchanged_toast_column_is_absent_from_after_unless_the_old_row_carries_it(db):
+    db.execute("CREATE TABLE big (id INT PRIMARY KEY, doc TEXT, n INT)")
+    start = db.capture("big")
+    doc = secrets.token_urlsafe(12_000)  # 16 KB of random text: compression cannot keep it inline
+    db.commit(f"INSERT INTO big VALUES (1, '{doc}', 0)")
+    db.commit("UPDATE big SET n = 1")
+    db.commit("ALTER TABLE big REPLICA IDENTITY FULL")
+    db.commit("UPDATE big SET n = 2")
+    stop = db.commit("UPDATE big SET doc = 'small', n = 3")
+
+    inserted, default_identity, full_identity, doc_changed = transactions(db.reader("big").read(start, stop_at=stop))
+
+    assert inserted.changes[0].after == {"id": 1, "doc": doc, "n": 0}
+    assert default_identity.changes[0].after == {"id": 1, "n": 1}  # doc absent, not None
+    assert full_identity.changes[0].after == {"id": 1, "doc": doc, "n": 2}
+    assert full_identity.changes[0].before == {"id": 1, "doc": doc, "n": 1}
+    assert doc_changed.changes[0].after == {"id": 1, "doc": "small", "n": 3}
+
+
+def test_column_changes_and_truncate_are_schema_changes(db):
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY, gone INT)", "CREATE TABLE other (id INT PRIMARY KEY)")
+    start = db.capture("a", "other")
+    end1 = db.commit("INSERT INTO a VALUES (1, 1)", "INSERT INTO other VALUES (1)")
+    db.execute("ALTER TABLE a ADD COLUMN x TEXT, DROP COLUMN gone", "ALTER TABLE other ADD COLUMN y INT")
+    db.commit("INSERT INTO a VALUES (2, 'two')", "INSERT INTO other VALUES (2, 2)")
+    stop = db.commit("TRUNCATE a, other")
+
+    items = list(db.reader("a").read(start, stop_at=stop))
+
+    kinds = [(type(i).__name__, getattr(i, "statement", None)) for i in items if not isinstance(i, Idle)]
+    assert kinds == [("Transaction", None), ("SchemaChange", "columns changed: added [x]; removed [gone]"),
+                     ("Transaction", None), ("SchemaChange", "TRUNCATE public.a")]
+    changed, truncated = [i for i in items if isinstance(i, SchemaChange)]
+    assert changed.table == db.table("a") and changed.position == end1  # resuming there replays the change
+    assert transactions(items)[1].changes[0].after == {"id": 2, "x": "two"}
+    assert truncated.position == transactions(items)[1].end
+
+
+def test_unbounded_read_yields_idle_then_new_transactions_until_closed(db):
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY)")
+    start = db.capture("a")
+    reader = db.reader("a")
+    stream = reader.read(start)
+
+    assert isinstance(next(stream), Idle)
+    db.commit("INSERT INTO a VALUES (1)")
+    item = next(stream)
+    while isinstance(item, Idle):
+        item = next(stream)
+    assert [c.key for c in item.changes] == [(1,)]
+    reader.close()
+    assert all(isinstance(i, Idle) for i in stream)  # ends within a poll interval
+
+
+def test_missing_slot_is_a_lost_position_with_the_way_out(db):
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY)")
+    start = db.capture("a")
+
+    with pytest.raises(PositionLost, match=f"replication slot {db.slot}_gone does not exist.*plan --replan"):
+        list(db.reader("a", slot=f"{db.slot}_gone").read(start, stop_at=PgPosition(start.lsn + 1)))
+
+
+def test_invalidated_slot_is_a_lost_position(db):
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY)")
+    start = db.capture("a")
+    db.execute("ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'", "SELECT pg_reload_conf()")
+    try:
+        for i in range(3):  # fill and leave WAL segments, then let a checkpoint invalidate the slot
+            db.execute(f"INSERT INTO a VALUES ({i})", "SELECT pg_switch_wal()")
+        db.execute("CHECKPOINT")
+        assert slot_state(db.conn, db.slot).wal_status == "lost"
+    finally:
+        db.execute("ALTER SYSTEM RESET max_slot_wal_keep_size", "SELECT pg_reload_conf()")
+
+    with pytest.raises(PositionLost, match=f"slot {db.slot} .* was invalidated.*plan --replan"):
+        list(db.reader("a").read(start, stop_at=db.position()))
+
+
+def test_missing_publication_is_a_lost_position(db):
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY)")
+    start = ensure_slot(db.conn, db.slot)  # no publication: changes cannot be decoded
+    stop = db.commit("INSERT INTO a VALUES (1)")
+
+    with pytest.raises(PositionLost, match=f"publication {db.publication} is missing.*plan --replan"):
+        list(db.reader("a").read(start, stop_at=stop))
+
+
+def test_refused_connection_is_unreachable_with_a_masked_url():
+    url = DbUrl.parse(f"postgresql://cdc:s3cret-pw@127.0.0.1:{free_port()}/shop")
+    reader = PgLogReader(url, "cdc_assets_x", "cdc_assets_x", {})
+
+    with pytest.raises(UnreachableError) as caught:
+        list(reader.read(PgPosition(1), stop_at=PgPosition(2)))
+
+    assert "cdc:***@127.0.0.1" in str(caught.value) and "s3cret" not in str(caught.value)
+
+
+@pytest.mark.parametrize("task_id, expected", [
+    ("shop", "cdc_assets_shop"),
+    ("Shop-EU.1", "cdc_assets_shop_eu_1_"),
+    ("x" * 80, "cdc_assets_xxx"),
+])
+def test_slot_and_publication_names_are_plain_identifiers(task_id, expected):
+    name = slot_name(task_id)
+    assert name.startswith(expected) and len(name) <= 63 and name == publication_name(task_id)
+    assert name.replace("_", "").isalnum() and name == name.lower()
+    assert slot_name("shop-eu") != slot_name("shop_eu")
