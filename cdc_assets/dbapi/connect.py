@@ -11,6 +11,13 @@ from cdc_assets.core.urls import DbUrl
 from cdc_assets.errors import UnreachableError
 
 
+def postgres_args(url: DbUrl, database: str | None = None) -> dict:
+    """psycopg2.connect keywords: UTC, ISO dates. A plain dict, so Spark can ship it to Python workers."""
+    return dict(host=url.host, port=url.port, user=url.user or None, password=url.password or None,
+                dbname=(url.database if database is None else database) or "postgres", connect_timeout=10,
+                options="-c TimeZone=UTC -c DateStyle=ISO")
+
+
 def connect(url: DbUrl, database: str | None = None, *, autocommit: bool = True):
     db = url.database if database is None else database
     try:
@@ -21,10 +28,7 @@ def connect(url: DbUrl, database: str | None = None, *, autocommit: bool = True)
                 init_command="SET time_zone = '+00:00'",
             )
         if url.db_type == "postgres":
-            conn = psycopg2.connect(
-                host=url.host, port=url.port, user=url.user or None, password=url.password or None,
-                dbname=db or "postgres", connect_timeout=10, options="-c TimeZone=UTC -c DateStyle=ISO",
-            )
+            conn = psycopg2.connect(**postgres_args(url, db))
             conn.autocommit = autocommit
             return conn
     except (pymysql.err.OperationalError, psycopg2.OperationalError) as exc:

@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.urls import DbUrl
+from cdc_assets.dbapi.connect import postgres_args
 
 
 def read_splits(spark: SparkSession, endpoint: JdbcEndpoint, query: str, predicates: list[str],
@@ -32,8 +33,7 @@ def copy_lines(frame: DataFrame, url: DbUrl, staging_table: str) -> None:
 
     Each partition arrives as Arrow batches in a Python worker, which streams them to `COPY ... FROM STDIN`
     over its own connection, in one transaction per partition (as Spark's JDBC writer does)."""
-    connect_args = dict(host=url.host, port=url.port, user=url.user or None, password=url.password or None,
-                        dbname=url.database or "postgres", options="-c TimeZone=UTC")
+    connect_args = postgres_args(url)
     copy_sql = f"COPY {staging_table} FROM STDIN"
 
     def copy_partition(batches):
