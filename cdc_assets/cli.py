@@ -30,6 +30,11 @@ def _parser() -> argparse.ArgumentParser:
     plan.set_defaults(func=cmd_plan)
     snap = sub.add_parser("snapshot", help="plan if needed, then materialize every unfinished split")
     snap.set_defaults(func=cmd_snapshot)
+    sync = sub.add_parser("sync", help="apply the source log to the target from the checkpoint; SIGTERM/SIGINT "
+                                       "finish the batch in hand, checkpoint and exit 0")
+    sync.add_argument("--until-caught-up", action="store_true",
+                      help="stop at the source's log end as read at the start, instead of following the log")
+    sync.set_defaults(func=cmd_sync)
     pos = sub.add_parser("positions", help="print the position records as JSON lines")
     pos.set_defaults(func=cmd_positions)
     demo = sub.add_parser("demo", help="start local MariaDB+PostgreSQL, seed a demo schema, snapshot it")
@@ -91,6 +96,37 @@ def cmd_snapshot(args) -> int:
     if report.unfinished:
         print(f"error: {report.reason()}", file=sys.stderr)
         return 1
+    return 0
+
+
+def cmd_sync(args) -> int:
+    import logging
+    import signal
+    import threading
+
+    from cdc_assets.engine.incremental import sync
+    from cdc_assets.engine.runtime import TaskRuntime
+
+    config, _ = _config(args)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+    stop = threading.Event()
+
+    def request_stop(signum, frame) -> None:
+        print(f"{signal.Signals(signum).name}: finishing the batch in hand, then checkpointing", file=sys.stderr)
+        stop.set()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C ends at once; the checkpoint still holds
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    runtime = TaskRuntime(config)
+    try:
+        report = sync(runtime, until_caught_up=args.until_caught_up, stop=stop,
+                      on_batch=lambda r: print(f"batch {r.batches}: {r.events} changes, checkpoint {r.checkpoint}",
+                                               file=sys.stderr) if r.batches % 100 == 1 else None)
+    finally:
+        runtime.close()
+    for line in report.lines():
+        print(line)
     return 0
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
@@ -72,6 +73,44 @@ class SnapshotConfig(_Model):
     write_batch_size: int = Field(50_000, ge=1)
 
 
+class StartPosition(_Model):
+    """An explicit start: a binlog file/offset (optionally its GTID set) or a PostgreSQL LSN."""
+
+    binlog_filename: str | None = None
+    next_event_position: int | None = Field(None, ge=4)
+    gtid_set: str = ""
+    lsn: str | None = Field(None, pattern=r"^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "StartPosition":
+        binlog = self.binlog_filename is not None and self.next_event_position is not None
+        if binlog == (self.lsn is not None):
+            raise ValueError("give either binlog_filename + next_event_position (MySQL) or lsn (PostgreSQL)")
+        return self
+
+
+class PipelineConfig(_Model):
+    """The incremental phase: batching, checkpoints, delivery guarantee, where to start, and DDL."""
+
+    checkpoint_after_events: int = Field(1000, ge=1)
+    checkpoint_interval_secs: float = Field(10.0, gt=0)
+    exactly_once: bool = False
+    startup_mode: Literal["initial", "latest", "earliest", "timestamp", "position"] = "initial"
+    start_timestamp: datetime | None = None  # startup_mode=timestamp; naive values are UTC
+    start_position: StartPosition | None = None  # startup_mode=position
+    schema_change_policy: Literal["halt", "apply_add_columns", "ignore"] = "halt"
+    max_retries: int = Field(5, ge=0)  # an unreachable source or target, before the run fails
+    retry_backoff_secs: float = Field(1.0, gt=0)  # doubled at each retry
+
+    @model_validator(mode="after")
+    def _start_given(self) -> "PipelineConfig":
+        if self.startup_mode == "timestamp" and self.start_timestamp is None:
+            raise ValueError("startup_mode timestamp needs start_timestamp (ISO 8601, UTC unless an offset is given)")
+        if self.startup_mode == "position" and self.start_position is None:
+            raise ValueError("startup_mode position needs start_position")
+        return self
+
+
 class SqliteResumer(_Model):
     resume_type: Literal["sqlite"] = "sqlite"
     path: Path | None = None  # default: <runtime.data_dir>/positions.sqlite
@@ -124,6 +163,7 @@ class TaskConfig(_Model):
     target: TargetConfig
     snapshot: SnapshotConfig = SnapshotConfig()
     resumer: ResumerConfig = SqliteResumer()
+    pipeline: PipelineConfig = PipelineConfig()
     runtime: RuntimeConfig = RuntimeConfig()
     spark: SparkConfig = SparkConfig()
 
@@ -132,6 +172,20 @@ class TaskConfig(_Model):
         unknown = set(self.source.split_columns) - set(self.source.tables)
         if unknown:
             raise ValueError(f"source.split_columns names tables not in source.tables: {sorted(unknown)}")
+        if self.pipeline.exactly_once and not isinstance(self.resumer, TargetResumer):
+            raise ValueError("pipeline.exactly_once needs resumer.resume_type: from_target, so that each batch and "
+                             "its checkpoint commit in one target transaction")
+        if self.pipeline.exactly_once and self.source.db_type == "postgres":
+            raise ValueError("pipeline.exactly_once is available for MySQL/MariaDB sources only: the backfill of a "
+                             "split would have to read the task's replication slot during the snapshot, and psycopg2 "
+                             "may confirm an idle slot past changes not yet applied; use at-least-once (the upsert "
+                             "makes the final state exact)")
+        start = self.pipeline.start_position
+        if start is not None and (start.lsn is not None) != (self.source.db_type == "postgres"):
+            raise ValueError(f"pipeline.start_position does not fit a {self.source.db_type} source")
+        if self.pipeline.startup_mode == "timestamp" and self.source.db_type == "postgres":
+            raise ValueError("startup_mode timestamp is not possible for PostgreSQL: WAL records carry no time "
+                             "before their commit and a slot cannot be moved back; use latest, or position with an LSN")
         return self
 
     @property

@@ -6,7 +6,7 @@ A MySQL database maps to a PostgreSQL schema of the same name and back, so a `Ta
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import Enum
 
 from cdc_assets.errors import ConfigError
@@ -97,3 +97,13 @@ class TableSchema:
     def split_column(self) -> Column:
         """Splits cut on the first key column; rows sharing it always land in one split."""
         return self.column(self.primary_key[0])
+
+
+def schema_to_json(schema: TableSchema) -> dict:
+    return {"table": str(schema.table), "primary_key": list(schema.primary_key),
+            "columns": [{**asdict(c), "kind": c.kind.value, "values": list(c.values)} for c in schema.columns]}
+
+
+def schema_from_json(data: dict) -> TableSchema:
+    columns = tuple(Column(**{**c, "kind": Kind(c["kind"]), "values": tuple(c["values"])}) for c in data["columns"])
+    return TableSchema(TableId.parse(data["table"]), columns, tuple(data["primary_key"]))

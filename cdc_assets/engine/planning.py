@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cdc_assets.core.splits import SplitPlan
+from cdc_assets.core.watermarks import ORDERED_KINDS
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.plans import plan_table
 from cdc_assets.engine.runtime import TaskRuntime
@@ -29,6 +30,7 @@ def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
     """
     rt.source.check_capture()
     schemas = [describe(rt, t) for t in rt.config.source.table_ids]
+    rt.log.prepare(rt.config.source.table_ids)  # before any low watermark: the log from there on is kept
     for schema in schemas:
         rt.sink.ensure_table(schema)
     if replan:
@@ -46,6 +48,12 @@ def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
             out.append(TablePlan(schema, existing, created=False))
             continue
         plan = plan_table(rt.source, schema, rt.config.snapshot.split_size)
+        if rt.config.pipeline.exactly_once and plan.key_kind not in ORDERED_KINDS:
+            raise PlanError(
+                f"exactly_once needs {schema.table} to split on an integer or decimal column; it splits on "
+                f"'{plan.split_column}' ({plan.key_kind}), whose order in the source's collation this process "
+                "cannot reproduce", "set pipeline.exactly_once: false (at-least-once, exact final state), or "
+                "configure source.split_columns with an integer column")
         rt.plans.save(plan)
         out.append(TablePlan(schema, plan, created=True))
     return out

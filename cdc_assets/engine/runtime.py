@@ -16,7 +16,9 @@ from cdc_assets.sinks.base import SqlSink
 from cdc_assets.sinks.mysql import MysqlSink
 from cdc_assets.sinks.postgres import PostgresSink
 from cdc_assets.sources.base import Source
+from cdc_assets.sources.mysql.log import MysqlLog
 from cdc_assets.sources.mysql.source import MysqlSource
+from cdc_assets.sources.postgres.log import PostgresLog
 from cdc_assets.sources.postgres.source import PostgresSource
 
 
@@ -40,6 +42,11 @@ class TaskRuntime:
     def source(self) -> Source:
         url = self.config.source.db_url
         return MysqlSource(url) if url.db_type == "mysql" else PostgresSource(url)
+
+    @cached_property
+    def log(self) -> MysqlLog | PostgresLog:
+        url = self.config.source.db_url
+        return (MysqlLog if url.db_type == "mysql" else PostgresLog)(url, self.config.task_id)
 
     @cached_property
     def sink(self) -> SqlSink:
@@ -77,12 +84,20 @@ class TaskRuntime:
         self._spark = session
 
     def close(self, stop_spark: bool = True) -> None:
-        for name in ("source", "sink", "resumer"):
-            if name in self.__dict__:
-                self.__dict__.pop(name).close()
+        self.reconnect()
+        self.__dict__.pop("log", None)
         if self._spark is not None and stop_spark:
             self._spark.stop()
         self._spark = None
+
+    def reconnect(self) -> None:
+        """Close the source, sink and position store; they reopen on next use (after a lost connection)."""
+        for name in ("source", "sink", "resumer"):
+            if name in self.__dict__:
+                try:
+                    self.__dict__.pop(name).close()
+                except Exception:  # a connection that is already gone cannot be closed cleanly
+                    pass
 
     def describe_store(self) -> str:
         return self.resumer.store.describe() + f"; logs in {self.config.log_dir}"

@@ -117,7 +117,7 @@ def _settle(rt: TaskRuntime, pending: list, wait: bool) -> list[SplitResult]:
     while pending and (wait or pending[0][1].done()):
         staged, future = pending.pop(0)
         result = future.result()  # a failed commit raises here; its splits stay unfinished
-        rt.resumer.mark_finished(staged.finished)
+        rt.resumer.record_committed(staged.finished)
         seconds = time.monotonic() - staged.started
         total = sum(result.rows_by_split.values()) or 1
         low, high = staged.marks[0].low, staged.marks[0].high

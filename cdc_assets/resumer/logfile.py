@@ -13,11 +13,12 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from cdc_assets.resumer.records import CDC_DOING, SNAPSHOT_FINISHED, PositionRecord, now_text
+from cdc_assets.resumer.records import CDC_DOING, CDC_SCHEMA, SNAPSHOT_DOING, SNAPSHOT_FINISHED, PositionRecord, now_text
 
 POSITION_LOG = "position.log"
 FINISHED_LOG = "finished.log"
-_KINDS = {CDC_DOING: "checkpoint_position"}
+_KINDS = {CDC_DOING: "checkpoint_position", CDC_SCHEMA: "schema_version"}
+_TYPES = {kind: resumer_type for resumer_type, kind in _KINDS.items()}
 
 
 class PositionLog:
@@ -37,7 +38,8 @@ class PositionLog:
                 finished_lines.append(f"{r.updated_at} | {data}\n")
             else:
                 position_lines.append(f"{r.updated_at} | {_KINDS.get(r.resumer_type, 'current_position')} | {data}\n")
-        self._append(POSITION_LOG, position_lines, sync=False)
+        # Checkpoints are what from_log resumes the incremental phase on: durable like finished markers.
+        self._append(POSITION_LOG, position_lines, sync=any(r.resumer_type != SNAPSHOT_DOING for r in records))
         self._append(FINISHED_LOG, finished_lines, sync=True)
 
     def _append(self, name: str, lines: list[str], sync: bool) -> None:
@@ -72,8 +74,7 @@ class PositionLog:
                 if name == FINISHED_LOG:
                     yield SNAPSHOT_FINISHED, parts[0], data
                 elif len(parts) == 3:
-                    kind = parts[1]
-                    yield (CDC_DOING if kind == "checkpoint_position" else "SnapshotDoing"), parts[0], data
+                    yield _TYPES.get(parts[1], SNAPSHOT_DOING), parts[0], data
 
     def clear(self, task_id: str) -> None:
         """Keep history: mark a reset instead of rewriting the files."""

@@ -3,7 +3,8 @@
 `(task_id, resumer_type, position_key)` is unique; `position_data` is JSON tagged by "type":
     SnapshotDoing    / shop.orders:0003 -> {"type": "RdbSnapshot", "split": ..., "phase": "LOW_RECORDED", "low_watermark": {...}}
     SnapshotFinished / shop.orders:0003 -> {"type": "RdbSnapshotFinished", "split": ..., "low_watermark": ..., "high_watermark": ...}
-    CdcDoing         / checkpoint       -> {"type": "MysqlCdc", ...} (incremental phase)
+    CdcDoing         / checkpoint       -> {"type": "MysqlCdc", ..., "schema_version": 0, "events": ...} (incremental)
+    CdcSchema        / v0               -> {"type": "CdcSchema", "version": 0, "tables": [...]} (schemas of that version)
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from datetime import datetime, timezone
 SNAPSHOT_DOING = "SnapshotDoing"
 SNAPSHOT_FINISHED = "SnapshotFinished"
 CDC_DOING = "CdcDoing"
+CDC_SCHEMA = "CdcSchema"
+CHECKPOINT_KEY = "checkpoint"
 
 
 def now_text() -> str:

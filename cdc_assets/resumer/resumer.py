@@ -8,10 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from cdc_assets.core.positions import Position
+from cdc_assets.core.positions import Position, position_from_json
 from cdc_assets.core.splits import Split
+from cdc_assets.core.tables import TableId, TableSchema, schema_from_json, schema_to_json
 from cdc_assets.resumer.logfile import PositionLog
-from cdc_assets.resumer.records import SNAPSHOT_DOING, SNAPSHOT_FINISHED, PositionRecord
+from cdc_assets.resumer.records import (CDC_DOING, CDC_SCHEMA, CHECKPOINT_KEY, SNAPSHOT_DOING, SNAPSHOT_FINISHED,
+                                        PositionRecord)
 from cdc_assets.resumer.store import PositionStore
 
 
@@ -21,6 +23,15 @@ class SplitWatermarks:
     plan_id: str
     low: Position
     high: Position | None = None
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Where the incremental phase resumes: every change before `position` is in the target."""
+
+    position: Position
+    schema_version: int
+    events: int  # row changes applied since the incremental phase began
 
 
 class Resumer:
@@ -80,9 +91,32 @@ class Resumer:
         """Write records through a caller's cursor: the target's commit transaction (`from_target`)."""
         self.store.write_in(cursor, records)
 
-    def mark_finished(self, records: Sequence[PositionRecord]) -> None:
-        """After the commit: the store (unless the commit already wrote it) and finished.log."""
+    def checkpoint_records(self, checkpoint: Checkpoint) -> list[PositionRecord]:
+        data = {**checkpoint.position.to_json(), "schema_version": checkpoint.schema_version,
+                "events": checkpoint.events}
+        return [PositionRecord(self.task_id, CDC_DOING, CHECKPOINT_KEY, data)]
+
+    def schema_records(self, version: int, schemas: dict[TableId, TableSchema]) -> list[PositionRecord]:
+        data = {"type": "CdcSchema", "version": version, "tables": [schema_to_json(s) for s in schemas.values()]}
+        return [PositionRecord(self.task_id, CDC_SCHEMA, f"v{version}", data)]
+
+    def record_committed(self, records: Sequence[PositionRecord]) -> None:
+        """After the target's commit: the store (unless the commit itself wrote them, `from_target`) and the
+        log files."""
         self._put(records, store=not self.writes_in_target)
+
+    def checkpoint(self) -> Checkpoint | None:
+        for r in self.records():
+            if r.resumer_type == CDC_DOING and r.position_key == CHECKPOINT_KEY:
+                d = r.position_data
+                return Checkpoint(position_from_json(d), int(d.get("schema_version", 0)), int(d.get("events", 0)))
+        return None
+
+    def schemas(self, version: int) -> dict[TableId, TableSchema] | None:
+        for r in self.records():
+            if r.resumer_type == CDC_SCHEMA and r.position_key == f"v{version}":
+                return {s.table: s for s in map(schema_from_json, r.position_data["tables"])}
+        return None
 
     def records(self) -> list[PositionRecord]:
         return self.store.load(self.task_id)

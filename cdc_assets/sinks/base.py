@@ -3,8 +3,11 @@ of splits visible with an idempotent upsert, together with whatever the caller w
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
+
+from cdc_assets.core.batches import TableChanges
 
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.tables import Column, TableId, TableSchema
@@ -62,6 +65,14 @@ class SqlSink:
 
     def staging_prefix(self) -> str:
         return "CREATE TABLE"
+
+    def apply_changes(self, cursor, schema: TableSchema, changes: TableChanges) -> None:
+        """Write a compacted batch of one table: deletes, full rows (replacing), and partial rows (updating only
+        the columns they carry)."""
+        raise NotImplementedError
+
+    def add_column_sql(self, table: TableId, column: Column) -> str:
+        return f"ALTER TABLE {self.table_sql(table)} ADD COLUMN {self.q(column.name)} {self.column_type(column, False)}"
 
     # -- shared behaviour
     def q(self, name: str) -> str:
@@ -137,6 +148,28 @@ class SqlSink:
                 raise
             cur.execute(f"DROP TABLE IF EXISTS {stage_sql}")
         return CommitResult(counts, staged_bytes)
+
+    @contextmanager
+    def transaction(self) -> Iterator[object]:
+        """A cursor inside one transaction on the commit connection: committed when the block ends, rolled
+        back when it raises."""
+        if self._commit_conn is None:
+            self._commit_conn = connect(self.url, autocommit=True)
+        with self._commit_conn.cursor() as cur:
+            cur.execute("BEGIN")
+            try:
+                yield cur
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            cur.execute("COMMIT")
+
+    def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
+        existing = self.existing_columns(schema.table) or set()
+        with self.conn.cursor() as cur:
+            for column in columns:
+                if column.name not in existing:
+                    cur.execute(self.add_column_sql(schema.table, column))
 
     def close(self) -> None:
         self.conn.close()

@@ -1,7 +1,10 @@
 """PostgreSQL as a target: type mapping, staging (UNLOGGED), and `INSERT ... ON CONFLICT DO UPDATE`."""
 from __future__ import annotations
 
-from cdc_assets.core.tables import Column, Kind, TableId
+from psycopg2.extras import execute_values
+
+from cdc_assets.core.batches import TableChanges
+from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.sinks.base import SqlSink, Transport
 
 _FROM_MYSQL = {
@@ -35,6 +38,33 @@ class PostgresSink(SqlSink):
     def staging_prefix(self) -> str:
         return "CREATE UNLOGGED TABLE"  # staging is rebuilt after a crash anyway: skip the WAL
 
+    def apply_changes(self, cursor, schema: TableSchema, changes: TableChanges) -> None:
+        table, key = self.table_sql(schema.table), schema.primary_key
+        types = {c.name: self.column_type(c, c.name in key) for c in schema.columns}
+
+        def values(names) -> tuple[str, str]:
+            # Explicit casts: the log's Python values (bit strings, JSON text, ints for booleans) become the
+            # column's type exactly as the snapshot's text would.
+            return (", ".join(self.q(n) for n in names), "(" + ", ".join(f"%s::{types[n]}" for n in names) + ")")
+
+        match = " AND ".join(f"t.{self.q(k)} = v.{self.q(k)}" for k in key)
+        gone = [*changes.deletes, *changes.rows]
+        if gone:
+            cols, template = values(key)
+            execute_values(cursor, f"DELETE FROM {table} AS t USING (VALUES %s) AS v({cols}) WHERE {match}",
+                           gone, template=template, page_size=len(gone))
+        if changes.rows:
+            names = [c.name for c in schema.columns]
+            cols, template = values(names)
+            rows = [tuple(row.get(n) for n in names) for row in changes.rows.values()]
+            execute_values(cursor, f"INSERT INTO {table} ({cols}) VALUES %s", rows, template=template,
+                           page_size=len(rows))
+        for names, rows in _by_columns(changes.partial, key).items():
+            cols, template = values(names)
+            sets = ", ".join(f"{self.q(n)} = v.{self.q(n)}" for n in names if n not in key)
+            execute_values(cursor, f"UPDATE {table} AS t SET {sets} FROM (VALUES %s) AS v({cols}) WHERE {match}",
+                           rows, template=template, page_size=len(rows))
+
     def relation_bytes(self, cursor, table: str, name: TableId) -> int:
         cursor.execute("SELECT pg_total_relation_size(%s::regclass)", (table,))
         return int(cursor.fetchone()[0])
@@ -63,3 +93,13 @@ def mysql_to_postgres(column: Column) -> str:
     if kind == Kind.BIT:
         return f"bit({column.length})"
     return _FROM_MYSQL[kind]
+
+
+def _by_columns(partial: dict[tuple, dict], key: tuple[str, ...]) -> dict[tuple[str, ...], list[tuple]]:
+    """Partial rows grouped by the columns they carry (key first), one UPDATE per group."""
+    groups: dict[tuple[str, ...], list[tuple]] = {}
+    for row in partial.values():
+        names = (*key, *sorted(n for n in row if n not in key))
+        if len(names) > len(key):
+            groups.setdefault(names, []).append(tuple(row[n] for n in names))
+    return groups

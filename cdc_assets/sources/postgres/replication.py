@@ -412,6 +412,7 @@ class PgLogReader:
         self.schemas = schemas
         self._cursor = None
         self._closed = False
+        self._ack: PgPosition | None = None  # sent by the reading thread: a replication cursor is not shared
 
     def read(self, start: PgPosition, stop_at: PgPosition | None = None
              ) -> Iterator[Transaction | SchemaChange | Idle]:
@@ -440,6 +441,9 @@ class PgLogReader:
         last_yield = time.monotonic()
         while not self._closed:
             message = self._call(cursor.read_message)
+            if (ack := self._ack) is not None:
+                self._ack = None
+                self._call(lambda: cursor.send_feedback(flush_lsn=ack.lsn, force=True))
             if message is not None:
                 for item in asm.feed(pgoutput.decode(message.payload)):
                     yield item
@@ -457,9 +461,10 @@ class PgLogReader:
                 select.select([cursor], [], [], POLL_INTERVAL)
 
     def acknowledge(self, position: PgPosition) -> None:
-        """The target stored everything up to `position`: let the slot release the WAL before it."""
+        """The target stored everything up to `position`: let the slot release the WAL before it. Safe to call
+        from another thread than the one reading."""
         if self._cursor is not None:
-            self._call(lambda: self._cursor.send_feedback(flush_lsn=position.lsn, force=True))
+            self._ack = position
         else:
             _advance_slot(self.url, self.slot, position)
 

@@ -1,0 +1,263 @@
+"""The incremental phase: read the source log from the checkpoint, apply batches of committed transactions to the
+target, and checkpoint each batch only after the target acknowledged it.
+
+Without a checkpoint the start comes from `pipeline.startup_mode` (`initial`: the minimum low watermark over
+all finished splits). With `from_target`, a batch and its checkpoint commit in one target transaction, so a
+crash can neither apply a batch twice nor lose one; with another resumer, a crash between the two replays the
+batch, which the upsert makes harmless (at-least-once, exact final state).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from cdc_assets.core.batches import Batch, compact
+from cdc_assets.core.events import Idle, SchemaChange, Transaction
+from cdc_assets.core.positions import Position, is_before
+from cdc_assets.core.tables import TableId, TableSchema
+from cdc_assets.engine.faults import crash_point
+from cdc_assets.engine.log_start import resolve_start, split_watermarks
+from cdc_assets.engine.planning import describe
+from cdc_assets.engine.prefetch import prefetch
+from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.engine.schema_changes import SchemaChangeHalted, added_columns, harmless
+from cdc_assets.errors import UnreachableError
+from cdc_assets.resumer.resumer import Checkpoint
+
+log = logging.getLogger("cdc_assets.incremental")
+
+
+@dataclass
+class SyncReport:
+    """What a sync did, per run and per table; shown by the CLI and as Dagster metadata."""
+
+    start: str = ""
+    start_reason: str = ""
+    checkpoint: Position | None = None
+    events: int = 0  # row changes read and applied (before compaction)
+    skipped: int = 0  # exactly-once: changes the snapshot already held
+    transactions: int = 0
+    batches: int = 0
+    rows_written: int = 0  # after compaction by key
+    per_table: dict[str, int] = field(default_factory=dict)
+    lag_seconds: float | None = None  # source commit time of the last applied change to now; 0 when caught up
+    lag_bytes: int | None = None  # log distance from the checkpoint to the source's log end, at the end
+    retries: int = 0
+    seconds: float = 0.0
+    schema_version: int = 0
+    ended: str = ""
+
+    def lines(self) -> list[str]:
+        tables = ", ".join(f"{t}: {n}" for t, n in sorted(self.per_table.items())) or "none"
+        return [
+            f"started at {self.start} ({self.start_reason})",
+            f"applied {self.events} changes in {self.transactions} transactions, {self.batches} batches "
+            f"({self.rows_written} rows written after compaction, {self.skipped} skipped as already in the snapshot)",
+            f"per table: {tables}",
+            f"checkpoint: {self.checkpoint}; lag {_fmt(self.lag_seconds, 's')}, {_fmt(self.lag_bytes, ' bytes')} of log",
+            f"{self.ended} after {self.seconds:.1f} s" + (f", {self.retries} reconnects" if self.retries else ""),
+        ]
+
+
+class _Restart(Exception):
+    """Reopen the log with new schemas (after an applied ADD COLUMN)."""
+
+
+def sync(rt: TaskRuntime, *, until_caught_up: bool = False, stop: threading.Event | None = None,
+         on_batch: Callable[[SyncReport], None] | None = None) -> SyncReport:
+    """Apply the log to the target until `stop` is set or, with `until_caught_up`, until the log end seen at the
+    start. An unreachable source or target is retried with backoff; a lost position is not."""
+    stop = stop or threading.Event()
+    pipeline = rt.config.pipeline
+    report = SyncReport()
+    started = time.monotonic()
+    until: Position | None = None
+    failures = 0
+    while not stop.is_set():
+        try:
+            if until_caught_up and until is None:
+                until = rt.source.current_position()
+            progress = report.events + report.batches
+            _Session(rt, report, stop, on_batch).run(until)
+            report.ended = "stop requested" if stop.is_set() and not until_caught_up else "caught up"
+            break
+        except _Restart:
+            continue
+        except UnreachableError as exc:
+            failures = 1 if report.events + report.batches > progress else failures + 1
+            if failures > pipeline.max_retries:
+                raise
+            wait = pipeline.retry_backoff_secs * 2 ** (failures - 1)
+            log.warning("%s; reconnecting in %.1f s (attempt %d of %d)", exc, wait, failures, pipeline.max_retries)
+            report.retries += 1
+            rt.reconnect()
+            stop.wait(wait)
+    else:
+        report.ended = "stop requested"
+    report.seconds = time.monotonic() - started
+    _measure_lag(rt, report)
+    return report
+
+
+class _Session:
+    """One connection's worth of reading: from the checkpoint to the end (or to a restart)."""
+
+    def __init__(self, rt: TaskRuntime, report: SyncReport, stop: threading.Event,
+                 on_batch: Callable[[SyncReport], None] | None) -> None:
+        self.rt, self.report, self.stop, self.on_batch = rt, report, stop, on_batch
+        self.pipeline = rt.config.pipeline
+        self._pending_schema: list = []  # schema records to write with the next checkpoint
+        resumer = rt.resumer
+        checkpoint = resumer.checkpoint()
+        if checkpoint is not None:
+            self.position, self.version, self.events = checkpoint.position, checkpoint.schema_version, checkpoint.events
+            self.schemas = resumer.schemas(self.version) or self._describe()
+            reason = "checkpoint"
+            if self.pipeline.startup_mode != "initial" and not report.start:
+                log.info("a checkpoint exists: startup_mode %s is not used", self.pipeline.startup_mode)
+        else:
+            self.position, reason = resolve_start(rt)
+            self.version, self.events = 0, 0
+            self.schemas = self._describe()
+            log.info("no checkpoint: starting at %s (%s)", self.position, reason)
+            # Version 0 of the schemas goes with the first checkpoint.
+            self._pending_schema = resumer.schema_records(0, self.schemas)
+        if not report.start:
+            report.start, report.start_reason = str(self.position), reason
+        report.checkpoint, report.schema_version = self.position, self.version
+        self.skip = split_watermarks(rt) if self.pipeline.exactly_once else {}
+        self.reader = rt.log.reader(self.schemas)
+
+    def _describe(self) -> dict[TableId, TableSchema]:
+        return {t: describe(self.rt, t) for t in self.rt.config.source.table_ids}
+
+    def run(self, until: Position | None) -> None:
+        if until is not None and not is_before(self.position, until):
+            if self._pending_schema:
+                self._checkpoint(Batch(), self.position)  # nothing to read; the start is still worth recording
+            return
+        limit_events, interval = self.pipeline.checkpoint_after_events, self.pipeline.checkpoint_interval_secs
+        batch, opened, idle_at = Batch(), time.monotonic(), None
+        items = prefetch(self.reader.read(self.position, stop_at=until), self.reader.close)
+        try:
+            for item in items:
+                if isinstance(item, Transaction):
+                    batch.add(self._filter(item))
+                elif isinstance(item, Idle):
+                    idle_at = item.position
+                    if not batch:
+                        self.report.lag_seconds = 0.0
+                elif isinstance(item, SchemaChange):
+                    self._flush(batch)
+                    batch = Batch()
+                    self._schema_change(item)
+                full = batch.events >= limit_events or (batch and time.monotonic() - opened >= interval)
+                if full or (self.stop.is_set() and batch):
+                    self._flush(batch)
+                    batch, opened = Batch(), time.monotonic()
+                elif not batch and idle_at is not None and time.monotonic() - opened >= interval:
+                    self._advance(idle_at)  # quiet: move the checkpoint so lag reads 0 and the log can be released
+                    opened = time.monotonic()
+                if self.stop.is_set():
+                    break
+            self._flush(batch)
+            if idle_at is not None:
+                self._advance(idle_at)
+        finally:
+            items.close()
+
+    def _filter(self, tx: Transaction) -> Transaction:
+        """Exactly-once: leave out changes the snapshot already holds (at or before their split's high watermark)."""
+        if not self.skip:
+            return tx
+        kept = [c for c in tx.changes if not ((w := self.skip.get(c.table)) and w.holds(c.key[0], tx.end))]
+        self.report.skipped += len(tx.changes) - len(kept)
+        self.skip = {t: w for t, w in self.skip.items() if not w.plain(tx.end)}  # past it: plain log mode
+        return Transaction(kept, tx.end, tx.commit_time, tx.xid) if len(kept) != len(tx.changes) else tx
+
+    def _flush(self, batch: Batch) -> None:
+        if not batch:
+            return
+        changes = [c for tx in batch.transactions for c in tx.changes]
+        net = compact(changes, self.schemas)
+        self._checkpoint(batch, batch.end, lambda cur: [
+            self.rt.sink.apply_changes(cur, self.schemas[t], tc) for t, tc in net.items()])
+        report = self.report
+        report.batches += 1
+        report.transactions += len(batch.transactions)
+        report.events += batch.events
+        report.rows_written += sum(tc.size for tc in net.values())
+        for c in changes:
+            report.per_table[str(c.table)] = report.per_table.get(str(c.table), 0) + 1
+        if batch.commit_time is not None:
+            report.lag_seconds = max(0.0, time.time() - batch.commit_time)
+        if self.on_batch is not None:
+            self.on_batch(report)
+
+    def _advance(self, position: Position) -> None:
+        if is_before(self.position, position):
+            self._checkpoint(Batch(), position)
+
+    def _checkpoint(self, batch: Batch, position: Position, apply: Callable | None = None,
+                    extra: list | None = None) -> None:
+        """Apply (maybe nothing) and checkpoint at `position`: in one target transaction with `from_target`,
+        else the checkpoint right after the target's commit."""
+        rt, resumer = self.rt, self.rt.resumer
+        self.events += batch.events
+        records = [*self._pending_schema, *(extra or []),
+                   *resumer.checkpoint_records(Checkpoint(position, self.version, self.events))]
+        with rt.sink.transaction() as cur:
+            if apply is not None:
+                apply(cur)
+            crash_point("incremental.after_apply")
+            if resumer.writes_in_target:
+                resumer.write_in(cur, records)
+        crash_point("incremental.after_commit")
+        resumer.record_committed(records)
+        self._pending_schema = []
+        self.position = self.report.checkpoint = position
+        self.report.schema_version = self.version
+        self.reader.acknowledge(position)
+
+    def _schema_change(self, change: SchemaChange) -> None:
+        policy, table = self.pipeline.schema_change_policy, change.table
+        where = f"{table} at {change.position}"
+        if harmless(change.statement):
+            log.info("DDL on %s leaves the columns as they are, continuing: %s", where, change.statement)
+            self._advance(change.position)
+            return
+        if policy == "ignore":
+            log.warning("DDL on %s ignored (schema_change_policy ignore): %s", where, change.statement)
+            self._advance(change.position)
+            return
+        added = added_columns(change, self.schemas.get(table), lambda t: describe(self.rt, t), policy)
+        if not added:
+            raise SchemaChangeHalted(change, policy)
+        schema = self.schemas[table]
+        self.rt.sink.add_columns(schema, added)
+        self.schemas = {**self.schemas, table: TableSchema(table, schema.columns + tuple(added), schema.primary_key)}
+        self.version += 1
+        log.info("DDL on %s: added columns %s to the target (schema version %d): %s", where,
+                 [c.name for c in added], self.version, change.statement)
+        self._checkpoint(Batch(), change.position, extra=self.rt.resumer.schema_records(self.version, self.schemas))
+        raise _Restart()
+
+
+def _measure_lag(rt: TaskRuntime, report: SyncReport) -> None:
+    if report.checkpoint is None:
+        return
+    try:
+        report.lag_bytes = rt.log.distance(report.checkpoint, rt.source.current_position())
+    except UnreachableError:
+        report.lag_bytes = None
+    if report.lag_bytes == 0:
+        report.lag_seconds = 0.0
+
+
+def _fmt(value, unit: str) -> str:
+    if value is None:
+        return "unknown"
+    return f"{value:.2f}{unit}" if isinstance(value, float) else f"{value}{unit}"

@@ -1,0 +1,74 @@
+"""Where the incremental phase starts when no checkpoint exists, and the split watermarks it filters with."""
+from __future__ import annotations
+
+from datetime import timezone
+
+from cdc_assets.core.positions import MysqlPosition, PgPosition, Position, earliest, position_from_json
+from cdc_assets.core.tables import TableId
+from cdc_assets.core.watermarks import TableWatermarks
+from cdc_assets.engine.planning import load_plans
+from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.errors import PlanError
+
+SNAPSHOT_HINT = "run `cdc-assets snapshot`, or materialize the missing partitions in Dagster"
+
+
+def snapshot_progress(rt: TaskRuntime) -> list[tuple[TableId, int, int]]:
+    """(table, finished splits, splits) per configured table; 0 splits when the table has no plan yet."""
+    plans = load_plans(rt)
+    finished = rt.resumer.finished()
+    out = []
+    for table in rt.config.source.table_ids:
+        plan = plans.get(table)
+        splits = plan.splits if plan else []
+        done = sum(1 for s in splits if s.id in finished and finished[s.id].position_data.get("plan_id") == plan.plan_id)
+        out.append((table, done, len(splits)))
+    return out
+
+
+def unfinished_reason(progress: list[tuple[TableId, int, int]]) -> str | None:
+    """"3/12 splits of shop.orders finished", for each table still waiting; None when every split finished."""
+    waiting = [f"{done}/{total} splits of {t} finished" if total else f"{t} is not planned yet"
+               for t, done, total in progress if total == 0 or done < total]
+    return "; ".join(waiting) or None
+
+
+def resolve_start(rt: TaskRuntime) -> tuple[Position, str]:
+    pipeline = rt.config.pipeline
+    mode = pipeline.startup_mode
+    if mode == "initial":
+        reason = unfinished_reason(snapshot_progress(rt))
+        if reason:
+            raise PlanError(f"the snapshot is not finished: {reason}", SNAPSHOT_HINT)
+        lows = [position_from_json(r.position_data["low_watermark"]) for r in _finished_of_plans(rt)]
+        return earliest(lows), f"initial: the minimum low watermark over {len(lows)} splits"
+    rt.log.prepare(rt.config.source.table_ids)  # a PostgreSQL slot from now on, if planning did not make it
+    if mode == "latest":
+        return rt.source.current_position(), "latest: the source's log end"
+    if mode == "earliest":
+        return rt.log.earliest(), "earliest: the oldest position the source still has"
+    if mode == "timestamp":
+        when = pipeline.start_timestamp
+        when = when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when
+        return rt.log.position_at(when), f"timestamp: the first transaction at or after {when.isoformat()}"
+    p = pipeline.start_position
+    position = PgPosition.parse_lsn(p.lsn) if p.lsn else MysqlPosition(p.binlog_filename, p.next_event_position, p.gtid_set)
+    return position, "position: given in pipeline.start_position"
+
+
+def _finished_of_plans(rt: TaskRuntime):
+    plans = load_plans(rt)
+    ids = {p.plan_id for p in plans.values()}
+    return [r for r in rt.resumer.finished().values() if r.position_data.get("plan_id") in ids]
+
+
+def split_watermarks(rt: TaskRuntime) -> dict[TableId, TableWatermarks]:
+    """Per table, each split's high watermark: what the exactly-once filter skips."""
+    highs: dict[TableId, dict[int, Position]] = {}
+    for r in _finished_of_plans(rt):
+        d = r.position_data
+        table = TableId(d["schema"], d["tb"])
+        highs.setdefault(table, {})[int(r.position_key.rpartition(":")[2])] = position_from_json(d["high_watermark"])
+    plans = load_plans(rt)
+    return {t: TableWatermarks(plans[t], h) for t, h in highs.items()
+            if t in plans and len(h) == len(plans[t].estimated_rows)}

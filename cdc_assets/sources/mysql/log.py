@@ -1,0 +1,47 @@
+"""The MySQL/MariaDB binlog as the task's log: reader, start positions and distances."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from cdc_assets.core.positions import MysqlPosition
+from cdc_assets.core.tables import TableId, TableSchema
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.dbapi.connect import connect
+from cdc_assets.sources.mysql.binlog import FIRST_EVENT_OFFSET, BinlogReader, default_server_id, find_position_at
+
+
+class MysqlLog:
+    def __init__(self, url: DbUrl, task_id: str) -> None:
+        self.url = url
+        self.task_id = task_id
+
+    def prepare(self, tables: list[TableId]) -> None:
+        """Nothing to create: the server keeps binlogs by its own expiry settings."""
+
+    def reader(self, schemas: dict[TableId, TableSchema], purpose: str = "sync") -> BinlogReader:
+        # One server id per purpose: a replica connection with a taken id kicks the other one off.
+        return BinlogReader(self.url, default_server_id(f"{self.task_id}#{purpose}"), schemas)
+
+    def earliest(self) -> MysqlPosition:
+        return MysqlPosition(self._files()[0][0], FIRST_EVENT_OFFSET)
+
+    def position_at(self, when: datetime) -> MysqlPosition:
+        return find_position_at(self.url, when.timestamp())
+
+    def distance(self, a: MysqlPosition, b: MysqlPosition) -> int:
+        """Binlog bytes from `a` to `b` (0 when `b` is not after `a`)."""
+        sizes = dict(self._files())
+        if a.file == b.file:
+            return max(0, b.pos - a.pos)
+        names = sorted(sizes, key=lambda f: MysqlPosition(f, 0).sort_key())
+        between = [f for f in names if a.sort_key() < MysqlPosition(f, 0).sort_key() < b.sort_key()]
+        return max(0, sizes.get(a.file, a.pos) - a.pos) + sum(sizes[f] for f in between if f != b.file) + b.pos
+
+    def _files(self) -> list[tuple[str, int]]:
+        conn = connect(self.url, database="")
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SHOW BINARY LOGS")
+                return [(row[0], int(row[1])) for row in cur.fetchall()]
+        finally:
+            conn.close()

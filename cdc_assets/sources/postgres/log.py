@@ -1,0 +1,50 @@
+"""PostgreSQL logical replication as the task's log: publication and slot, reader, start positions."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from cdc_assets.core.positions import PgPosition
+from cdc_assets.core.tables import TableId, TableSchema
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.dbapi.connect import connect
+from cdc_assets.errors import ConfigError, PositionLost
+from cdc_assets.sources.postgres.replication import (REPLAN_HINT, PgLogReader, ensure_publication, ensure_slot,
+                                                     publication_name, slot_name, slot_state)
+
+
+class PostgresLog:
+    def __init__(self, url: DbUrl, task_id: str) -> None:
+        self.url = url
+        self.slot = slot_name(task_id)
+        self.publication = publication_name(task_id)
+
+    def prepare(self, tables: list[TableId]) -> PgPosition:
+        """Publication and slot, created before the first low watermark: the slot keeps the WAL of every
+        commit after its consistent point, which precedes every watermark taken later."""
+        conn = connect(self.url)
+        try:
+            ensure_publication(conn, self.publication, tables)
+            return ensure_slot(conn, self.slot)
+        finally:
+            conn.close()
+
+    def reader(self, schemas: dict[TableId, TableSchema], purpose: str = "sync") -> PgLogReader:
+        return PgLogReader(self.url, self.slot, self.publication, schemas)
+
+    def earliest(self) -> PgPosition:
+        """The oldest position the slot can still decode from."""
+        conn = connect(self.url)
+        try:
+            state = slot_state(conn, self.slot)
+        finally:
+            conn.close()
+        if state is None or state.confirmed_flush_lsn is None:
+            raise PositionLost(f"replication slot {self.slot} does not exist on {self.url}", REPLAN_HINT)
+        return state.confirmed_flush_lsn
+
+    def position_at(self, when: datetime) -> PgPosition:
+        raise ConfigError("startup_mode timestamp is not possible for PostgreSQL: a slot cannot be moved back and "
+                          "WAL records carry no time before their commit", "use latest, or position with an lsn")
+
+    def distance(self, a: PgPosition, b: PgPosition) -> int:
+        return max(0, b.lsn - a.lsn)
