@@ -5,14 +5,17 @@ import dagster as dg
 
 from cdc_assets.config import TaskConfig
 from cdc_assets.defs.assets import table_asset
+from cdc_assets.defs.incremental import incremental_job, incremental_sensor
 from cdc_assets.defs.resources import CdcTask
 from cdc_assets.defs.sensors import split_planner_sensor
 
 
 def build_definitions(config: TaskConfig, config_path: str) -> dg.Definitions:
     assets = [table_asset(config, t) for t in config.source.table_ids]
+    job = incremental_job(config)
     return dg.Definitions(
         assets=assets,
-        sensors=[split_planner_sensor(config, config_path)],
+        jobs=[job],
+        sensors=[split_planner_sensor(config, config_path), incremental_sensor(config, config_path, job)],
         resources={"cdc_task": CdcTask(config_path=config_path)},
     )

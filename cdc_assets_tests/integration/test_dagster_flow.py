@@ -71,3 +71,62 @@ def test_failed_split_stays_unmaterialized_until_rerun(tmp_path, servers, unique
     assert fetch_rows(tgt, f'"{unique_name}".m', "id") == fetch_rows(src, "m", "id")
     src.close()
     tgt.close()
+
+
+def test_incremental_sensor_waits_for_every_split_then_launches_once(tmp_path, servers, unique_name, spark):
+    from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
+    from dagster._core.utils import make_new_run_id
+
+    from cdc_assets.defs.incremental import TASK_TAG, job_name
+
+    path, src, target = setup_task(tmp_path, servers, unique_name)
+    config = load_config(path)
+    defs = build_definitions(config, str(path))
+    table = config.source.table_ids[0]
+    asset = defs.get_assets_def(asset_key("dg_flow", table))
+    launcher = defs.get_sensor_def("dg_flow_incremental_launcher")
+    resources = {"cdc_task": CdcTask(config_path=str(path), stop_spark_on_teardown=False)}
+    with dg.instance_for_test() as instance:
+        def tick():
+            return launcher(dg.build_sensor_context(instance=instance, definitions=defs))
+
+        skipped = tick()
+        assert isinstance(skipped, dg.SkipReason) and f"{table} is not planned yet" in skipped.skip_message
+        planned = defs.get_sensor_def("dg_flow_split_planner")(dg.build_sensor_context(instance=instance, definitions=defs))
+        [request] = planned.dynamic_partitions_requests
+        keys = list(request.partition_keys)
+        instance.add_dynamic_partitions(request.partitions_def_name, keys)
+        for i, k in enumerate(keys[:3]):
+            assert f"{i}/4 splits of {table} finished" in tick().skip_message
+            assert dg.materialize([asset], instance=instance, resources=resources, partition_key=k).success
+        assert f"3/4 splits of {table} finished" in tick().skip_message
+        assert dg.materialize([asset], instance=instance, resources=resources, partition_key=keys[3]).success
+
+        first = tick()
+        assert isinstance(first, dg.RunRequest) and first.tags[TASK_TAG] == "dg_flow"
+        assert tick().run_key == first.run_key  # the same key until a run moves the checkpoint: the daemon dedupes
+
+        running = DagsterRun(job_name=job_name("dg_flow"), run_id=make_new_run_id(), tags=first.tags,
+                             status=DagsterRunStatus.STARTED)
+        instance.add_run(running)
+        assert "is in progress" in tick().skip_message  # never two at a time
+        instance.report_run_canceled(running)
+
+        with src.cursor() as cur:
+            cur.execute("UPDATE m SET v = -v WHERE id <= 10")
+        job = defs.get_job_def(job_name("dg_flow"))
+        result = job.execute_in_process(instance=instance, tags=first.tags, resources=resources)
+        assert result.success
+        caught_up = tick()
+        assert isinstance(caught_up, dg.SkipReason) and caught_up.skip_message.startswith("caught up")
+        observation = instance.fetch_observations(asset_key("dg_flow", table), limit=1).records[0]
+        assert observation.asset_observation.metadata["events_applied"].value == 10
+
+        with src.cursor() as cur:
+            cur.execute("DELETE FROM m WHERE id = 400")
+        again = tick()
+        assert isinstance(again, dg.RunRequest) and again.run_key != first.run_key
+    tgt = servers.postgres.connect(target)
+    assert fetch_rows(tgt, f'"{unique_name}".m', "id") != fetch_rows(src, "m", "id")  # the delete is not applied yet
+    src.close()
+    tgt.close()
