@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from cdc_assets.config import SparkConfig
 from cdc_assets.dev.servers import MariaDbServer, PostgresServer, running_servers
 
 
@@ -32,3 +33,13 @@ def servers():
 def unique_name() -> str:
     """A short lowercase identifier, unique per test: databases, schemas and slots never collide."""
     return f"t_{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for every in-process test: starting one costs seconds."""
+    from cdc_assets.spark.session import build_session
+
+    session, _ = build_session(SparkConfig(master="local[2]", driver_memory="1g"), app_name="cdc_assets_tests")
+    yield session
+    session.stop()

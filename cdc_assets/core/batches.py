@@ -88,3 +88,15 @@ def old_key(before: dict, key_columns: tuple[str, ...]) -> tuple | None:
     if not all(k in before for k in key_columns):
         return None
     return tuple(before[k] for k in key_columns)
+
+
+def split_key_change(change: RowChange, key_columns: tuple[str, ...]) -> list[RowChange]:
+    """An update that moves a row to another key, as a delete of the old key and an insert of the new one, so
+    that each can be judged by the split holding its own key."""
+    if change.op is not Op.UPDATE or change.before is None:
+        return [change]
+    old = old_key(change.before, key_columns)
+    if old is None or old == change.key:
+        return [change]
+    return [RowChange(change.table, Op.DELETE, old, None, change.before, change.position),
+            RowChange(change.table, Op.INSERT, change.key, change.after, None, change.position)]

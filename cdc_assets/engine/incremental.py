@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from cdc_assets.core.batches import Batch, compact
+from cdc_assets.core.batches import Batch, compact, split_key_change
 from cdc_assets.core.events import Idle, SchemaChange, Transaction
 from cdc_assets.core.positions import Position, is_before
 from cdc_assets.core.tables import TableId, TableSchema
@@ -173,10 +173,11 @@ class _Session:
         """Exactly-once: leave out changes the snapshot already holds (at or before their split's high watermark)."""
         if not self.skip:
             return tx
-        kept = [c for c in tx.changes if not ((w := self.skip.get(c.table)) and w.holds(c.key[0], tx.end))]
-        self.report.skipped += len(tx.changes) - len(kept)
+        parts = [p for c in tx.changes for p in split_key_change(c, self.schemas[c.table].primary_key)]
+        kept = [p for p in parts if not ((w := self.skip.get(p.table)) and w.holds(p.key[0], tx.end))]
+        self.report.skipped += len(parts) - len(kept)
         self.skip = {t: w for t, w in self.skip.items() if not w.plain(tx.end)}  # past it: plain log mode
-        return Transaction(kept, tx.end, tx.commit_time, tx.xid) if len(kept) != len(tx.changes) else tx
+        return Transaction(kept, tx.end, tx.commit_time, tx.xid) if len(kept) != len(parts) else tx
 
     def _flush(self, batch: Batch) -> None:
         if not batch:

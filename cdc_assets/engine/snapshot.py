@@ -12,6 +12,7 @@ from cdc_assets.core.keys import range_predicate
 from cdc_assets.core.positions import position_from_json
 from cdc_assets.core.splits import Split, SplitPlan
 from cdc_assets.core.tables import TableId, TableSchema
+from cdc_assets.engine.backfill import backfill
 from cdc_assets.engine.planning import describe
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import PlanError
@@ -68,7 +69,7 @@ def _pipeline(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: lis
         try:
             for group in groups:
                 staged = _read_group(rt, plan, schema, transports, group)
-                pending.append((staged, committer.submit(_commit_group, rt, schema, transports, staged)))
+                pending.append((staged, committer.submit(_commit_group, rt, plan, schema, transports, staged)))
                 results += _settle(rt, pending, wait=False)
         finally:
             results += _settle(rt, pending, wait=True)
@@ -99,11 +100,15 @@ def _read_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transport
     return _StagedGroup(splits, staging, marks, started)
 
 
-def _commit_group(rt: TaskRuntime, schema: TableSchema, transports: list[Transport], staged: _StagedGroup) -> CommitResult:
+def _commit_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transports: list[Transport],
+                  staged: _StagedGroup) -> CommitResult:
     """Runs on the commit thread: touches only the sink's commit connection and pure resumer methods."""
     by_index = {s.index: s.id for s in staged.splits}
 
     def write_markers(cursor, counts: dict[int, int]) -> None:
+        if rt.config.pipeline.exactly_once:
+            mark = staged.marks[0]
+            backfill(rt, cursor, schema, plan, staged.splits, mark.low, mark.high)
         staged.finished.extend(rt.resumer.finished_records(staged.marks, {by_index[i]: n for i, n in counts.items()}))
         if rt.resumer.writes_in_target:
             rt.resumer.write_in(cursor, staged.finished)
