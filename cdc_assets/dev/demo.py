@@ -1,4 +1,5 @@
-"""`cdc-assets demo`: local servers, a seeded shop schema, a config, and the snapshot into PostgreSQL."""
+"""`cdc-assets demo`: local servers, a seeded shop schema, a config, the snapshot into PostgreSQL, then changes to
+the source and the incremental phase up to the source's log end."""
 from __future__ import annotations
 
 import os
@@ -26,12 +27,27 @@ def run_demo(base_dir: Path, rows: int) -> int:
     _write_env_file(base_dir, config)
     os.environ["DAGSTER_HOME"] = str(base_dir / "dagster_home")
     code = main(["--config", str(config), "snapshot"])
+    if code == 0:
+        _change(mariadb, rows)
+        code = main(["--config", str(config), "sync", "--until-caught-up"])
     print(
         "\nOpen the same task in Dagster (the .env file there holds the settings and the demo password):\n"
         f"  cd {base_dir} && DAGSTER_HOME={base_dir / 'dagster_home'} dagster dev -m cdc_assets.definitions\n"
         f"Stop the servers: python -m cdc_assets.dev.servers stop {base_dir / 'servers'}"
     )
     return code
+
+
+def _change(mariadb, rows: int) -> None:
+    conn = mariadb.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"USE {demo_schema.DATABASE}")  # where seq_1_to_N resolves
+            for statement in demo_schema.changes(rows):
+                cur.execute(statement)
+    finally:
+        conn.close()
+    print("changed the source after the snapshot; now the incremental phase carries the changes over:")
 
 
 def _write_env_file(base_dir: Path, config: Path) -> None:

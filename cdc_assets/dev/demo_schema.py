@@ -51,3 +51,15 @@ def seed(rows: int) -> list[str]:
             SELECT o.seq, l.seq, CONCAT('SKU-', o.seq % 1000), 1 + (o.seq + l.seq) % 5, 1 + (o.seq * l.seq % 9000) / 10
             FROM seq_1_to_{items_orders} o JOIN seq_1_to_{2} l""",
     ]
+
+
+def changes(rows: int) -> list[str]:
+    """A day of business after the snapshot, in transactions: what `sync` carries to the target."""
+    return [
+        f"""INSERT INTO shop.orders SELECT {rows} + seq, 1 + seq % 10, seq, 'new', NULL, NOW(6), 'after the snapshot', 1
+            FROM seq_1_to_500 ON DUPLICATE KEY UPDATE amount = amount + 1""",
+        "UPDATE shop.orders SET status = 'paid', flags = flags | 2 WHERE id % 50 = 0",
+        "DELETE FROM shop.order_items WHERE order_id % 40 = 0",
+        "UPDATE shop.customers SET vip = 1, balance = balance + 10 WHERE id % 13 = 0",
+        "UPDATE shop.products SET attrs = JSON_SET(attrs, '$.size', 99) WHERE price > 500",
+    ]
