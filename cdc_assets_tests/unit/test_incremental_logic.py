@@ -1,0 +1,69 @@
+"""Pure logic of the incremental phase: compaction by key, the exactly-once filter, DDL classification."""
+from cdc_assets.core.batches import compact, split_key_change
+from cdc_assets.core.events import Op, RowChange
+from cdc_assets.core.positions import MysqlPosition
+from cdc_assets.core.splits import SplitPlan
+from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
+from cdc_assets.core.watermarks import TableWatermarks
+from cdc_assets.engine.schema_changes import adds_columns_only, harmless
+
+T = TableId("shop", "t")
+SCHEMA = TableSchema(T, (Column("id", Kind.INT, "int"), Column("a", Kind.STRING, "text"), Column("b", Kind.INT, "int")),
+                     ("id",))
+
+
+def change(op, key, after=None, before=None):
+    return RowChange(T, op, (key,), after, before)
+
+
+def test_last_change_wins_and_deletes_cancel_inserts():
+    net = compact([
+        change(Op.INSERT, 1, {"id": 1, "a": "x", "b": 1}),
+        change(Op.UPDATE, 1, {"id": 1, "a": "y", "b": 2}, {"id": 1, "a": "x", "b": 1}),
+        change(Op.INSERT, 2, {"id": 2, "a": "z", "b": 3}),
+        change(Op.DELETE, 2, None, {"id": 2}),
+        change(Op.DELETE, 3, None, {"id": 3}),
+    ], {T: SCHEMA})[T]
+    assert net.rows == {(1,): {"id": 1, "a": "y", "b": 2}}
+    assert net.deletes == {(2,), (3,)} and net.partial == {}
+
+
+def test_partial_updates_merge_into_full_rows_or_stay_partial():
+    net = compact([
+        change(Op.INSERT, 1, {"id": 1, "a": "x", "b": 1}),
+        change(Op.UPDATE, 1, {"id": 1, "b": 5}),  # unchanged TOAST column a left out
+        change(Op.UPDATE, 2, {"id": 2, "b": 7}),
+        change(Op.UPDATE, 2, {"id": 2, "b": 8}),
+    ], {T: SCHEMA})[T]
+    assert net.rows == {(1,): {"id": 1, "a": "x", "b": 5}}
+    assert net.partial == {(2,): {"id": 2, "b": 8}}
+
+
+def test_a_key_change_deletes_the_old_key():
+    moved = change(Op.UPDATE, 9, {"id": 9, "a": "m", "b": 0}, {"id": 4, "a": "m", "b": 0})
+    net = compact([moved], {T: SCHEMA})[T]
+    assert net.deletes == {(4,)} and (9,) in net.rows
+    assert [p.op for p in split_key_change(moved, ("id",))] == [Op.DELETE, Op.INSERT]
+    same = change(Op.UPDATE, 4, {"id": 4, "a": "n", "b": 0}, {"id": 4, "a": "m", "b": 0})
+    assert split_key_change(same, ("id",)) == [same]
+
+
+def test_split_high_watermarks_decide_what_the_snapshot_holds():
+    plan = SplitPlan(T, "id", "int", (100, 200), (1, 1, 1), "now")
+    highs = {0: MysqlPosition("b.000001", 500), 1: MysqlPosition("b.000001", 900), 2: MysqlPosition("b.000002", 10)}
+    w = TableWatermarks(plan, highs)
+    assert w.holds(50, MysqlPosition("b.000001", 500)) and not w.holds(50, MysqlPosition("b.000001", 501))
+    assert w.holds(150, MysqlPosition("b.000001", 800)) and w.holds(100, MysqlPosition("b.000001", 900))
+    assert w.holds(250, MysqlPosition("b.000001", 9999))  # an earlier file is before the split's high watermark
+    assert not w.plain(MysqlPosition("b.000001", 9999)) and w.plain(MysqlPosition("b.000002", 10))
+    assert not w.holds(250, MysqlPosition("b.000002", 11))
+
+
+def test_ddl_classification():
+    assert harmless("ALTER TABLE t ADD INDEX iv (v)") and harmless("alter table `db`.`t` drop key k, add unique key u (a)")
+    assert not harmless("ALTER TABLE t ADD COLUMN c INT, ADD INDEX i (c)")
+    assert adds_columns_only("ALTER TABLE t ADD COLUMN c DECIMAL(10,2) NOT NULL DEFAULT 0, ADD d INT")
+    assert not adds_columns_only("ALTER TABLE t ADD COLUMN c INT, DROP COLUMN d")
+    assert not adds_columns_only("ALTER TABLE t ADD PRIMARY KEY (a)") and not adds_columns_only("DROP TABLE t")
+    assert adds_columns_only("columns changed: added [c]")
+    assert not adds_columns_only("columns changed: added [c]; removed [d]")
