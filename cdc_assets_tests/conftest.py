@@ -43,3 +43,20 @@ def spark():
     session, _ = build_session(SparkConfig(master="local[2]", driver_memory="1g"), app_name="cdc_assets_tests")
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _drop_replication_slots(request):
+    """Planning a PostgreSQL task creates its slot, cluster-wide and named after the task: tests reuse task ids
+    across databases, so each test leaves no slot behind (and no WAL held for it)."""
+    yield
+    if "servers" not in request.fixturenames:
+        return
+    conn = request.getfixturevalue("servers").postgres.connect()
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                        "WHERE slot_name LIKE 'cdc\\_assets\\_%' AND NOT active")
+    finally:
+        conn.close()
