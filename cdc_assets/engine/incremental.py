@@ -77,10 +77,10 @@ def sync(rt: TaskRuntime, *, until_caught_up: bool = False, stop: threading.Even
     until: Position | None = None
     failures = 0
     while not stop.is_set():
+        progress = report.events + report.batches
         try:
             if until_caught_up and until is None:
                 until = rt.source.current_position()
-            progress = report.events + report.batches
             _Session(rt, report, stop, on_batch).run(until)
             report.ended = "stop requested" if stop.is_set() and not until_caught_up else "caught up"
             break
