@@ -1,18 +1,26 @@
-"""Incremental throughput and lag, MySQL->PostgreSQL and PostgreSQL->PostgreSQL.
+"""Incremental throughput and lag: `cdc-assets sync`, MySQL->PostgreSQL and PostgreSQL->PostgreSQL, beside the
+read rate of the log library alone on the same backlog (the limit for a Python reader on this machine).
 
-    python bench/incremental.py [--changes 1000000] [--rate 2000] [--seconds 60] [--dir /tmp/cdc-bench-incr]
+    python bench/incremental.py [--changes 1000000] [--rate 2000] [--seconds 60] [--direction mysql|postgres|both]
+                                [--dir /tmp/cdc-bench-incr]
 
-Per direction: the catch-up rate of `sync --until-caught-up` (in process, no start-up) on a backlog of
-`--changes` row changes (half inserts, then half updates, in transactions of 10,000), the read rate of the log
-library alone on the same backlog (the limit for this language), their ratio; then the lag of a running
-`cdc-assets sync` while a writer commits `--rate` changes/s for `--seconds` s: per row, the target's commit
-time (a trigger's clock_timestamp) minus the source commit time, p50/p99/max. Peak RSS of this process.
+Per direction, on an empty table snapshotted first (so that the log is read from the snapshot's low watermark):
+- catch-up: a backlog of --changes row changes (half inserts, then half updates, 10,000 per transaction) applied
+  by `sync --until-caught-up`, in process (start-up excluded) and once through the CLI (start-up included), each
+  by its own task into its own target database;
+- raw read: the same backlog read with no cdc_assets code, by pymysqlreplication (rows decoded) or by psycopg2
+  from a pgoutput slot (messages counted; psycopg2 decodes nothing); ratio = catch-up / raw;
+- steady state: a running `cdc-assets sync` while a writer commits --rate changes/s for --seconds s; the lag of
+  a row is a target trigger's clock_timestamp() at apply minus the client clock just before the source commit.
+The PostgreSQL source and the target share one server, as in bench/snapshot.py. Prints figures, never asserts;
+a target whose row count or SUM(a) differs from the source's is reported as MISMATCH.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import resource
+import select
 import signal
 import subprocess
 import sys
@@ -24,224 +32,350 @@ import psycopg2
 import yaml
 from psycopg2.extras import LogicalReplicationConnection
 from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.row_event import UpdateRowsEvent, WriteRowsEvent
+from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
+import cdc_assets
 from cdc_assets.config import load_config
-from cdc_assets.dev.servers import start_servers
+from cdc_assets.dev.servers import start_servers, stop_servers
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
+from cdc_assets.sources.postgres.replication import drop_slot, publication_name, slot_name
 
-TX = 10_000
+# The checkout whose package this process imported: the CLI runs must measure the same code.
+REPO = Path(cdc_assets.__file__).resolve().parents[1]
+TX_ROWS = 10_000
+TICK = 0.05  # the steady writer commits one transaction per tick
+RAW_SLOT = "cdc_bench_raw"
+RAW_SERVER_ID = 4_242_424  # any id no other replica of the server uses
+PIPELINE = {"checkpoint_after_events": 1000, "checkpoint_interval_secs": 10.0, "exactly_once": False}
 SHAPE = "id BIGINT PRIMARY KEY, a INT, b VARCHAR(64), c DECIMAL(12,2), d {ts}, written_at DOUBLE PRECISION"
+TEXT = "forty characters of text for the row "
+NAN = float("nan")
 
 
-def source_conn(kind, servers):
-    mariadb, postgres = servers
-    if kind == "mysql":
-        conn = mariadb.connect()
-        with conn.cursor() as cur:
-            cur.execute("CREATE DATABASE IF NOT EXISTS benchi")
-            cur.execute("USE benchi")
-        return conn
-    postgres.create_database("benchisrc")
-    conn = postgres.connect("benchisrc")
-    conn.autocommit = True
-    return conn
+class Direction:
+    """benchi.events in a source database, read by two tasks: `task` (in process, then the steady run) into
+    database warehouse, `task_cli` (the CLI catch-up) into warehouse_cli."""
+
+    def __init__(self, kind: str, mariadb, postgres, base: Path) -> None:
+        self.kind, self.mariadb, self.postgres, self.base = kind, mariadb, postgres, base
+        self.name = "mysql_to_pg" if kind == "mysql" else "pg_to_pg"
+        self.task, self.task_cli = f"incr_{kind}", f"incr_{kind}_cli"
+        self.server, self.db = (mariadb, "benchi") if kind == "mysql" else (postgres, "benchisrc")
+        self.server.create_database(self.db)
+
+    def connect(self):  # autocommit: every statement is one source transaction
+        return self.server.connect(self.db)
+
+    def config(self, task: str, target_db: str) -> Path:
+        path = self.base / f"{task}.yaml"
+        path.write_text(yaml.safe_dump({
+            "task_id": task,
+            "source": {"db_type": self.kind, "url": self.server.url(self.db), "tables": ["benchi.events"]},
+            "target": {"db_type": "postgres", "url": self.postgres.url(target_db)},
+            "pipeline": PIPELINE,
+            "runtime": {"data_dir": str(self.base / f"state_{task}")},
+            "spark": {"master": "local[*]"},
+        }))
+        return path
 
 
-def reset(kind, servers, src, base: Path) -> Path:
-    mariadb, postgres = servers
-    with src.cursor() as cur:
-        if kind == "postgres":
-            cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name LIKE 'cdc_assets_%' OR slot_name = 'bench_raw'")
-            cur.execute("CREATE SCHEMA IF NOT EXISTS benchi")
-        cur.execute("DROP TABLE IF EXISTS benchi.events")
-        cur.execute(f"CREATE TABLE benchi.events ({SHAPE.format(ts='DATETIME(6)' if kind == 'mysql' else 'TIMESTAMP(6)')})")
-    postgres.create_database("warehouse")
-    tgt = postgres.connect("warehouse")
-    tgt.autocommit = True
-    with tgt.cursor() as cur:
-        cur.execute("DROP SCHEMA IF EXISTS benchi CASCADE")
-        cur.execute("DROP SCHEMA IF EXISTS cdc_assets_meta CASCADE")
-    tgt.close()
-    task = f"incr_{kind}"
-    state = base / f"state_{task}"
-    subprocess.run(["rm", "-rf", str(state)], check=True)
-    path = base / f"{task}.yaml"
-    url = mariadb.url() if kind == "mysql" else postgres.url("benchisrc")
-    path.write_text(yaml.safe_dump({
-        "task_id": task, "source": {"db_type": kind, "url": url, "tables": ["benchi.events"]},
-        "target": {"db_type": "postgres", "url": postgres.url("warehouse")},
-        "resumer": {"resume_type": "from_target"}, "runtime": {"data_dir": str(state)},
-        "pipeline": {"checkpoint_after_events": 1000, "checkpoint_interval_secs": 1},
-    }))
-    return path
+def run(conn, sql: str, params: tuple = ()) -> list:
+    with conn.cursor() as cur:
+        cur.execute(sql, params)
+        return list(cur.fetchall()) if cur.description else []
 
 
-def backlog(kind, src, changes: int) -> None:
-    half = changes // 2
-    with src.cursor() as cur:
-        for lo in range(1, half + 1, TX):
-            hi = min(half, lo + TX - 1)
-            if kind == "mysql":
-                cur.execute(f"INSERT INTO benchi.events SELECT seq, seq % 1000, CONCAT('row ', seq), seq / 100, "
-                            f"TIMESTAMP('2024-01-01') + INTERVAL seq SECOND, 0 FROM seq_{lo}_to_{hi}")
-            else:
-                cur.execute(f"INSERT INTO benchi.events SELECT g, g % 1000, 'row ' || g, g / 100.0, "
-                            f"TIMESTAMP '2024-01-01' + g * INTERVAL '1 second', 0 FROM generate_series({lo}, {hi}) g")
-            if kind == "mysql":
-                src.commit()
-        for lo in range(1, half + 1, TX):
-            cur.execute("UPDATE benchi.events SET a = a + 1 WHERE id BETWEEN %s AND %s", (lo, lo + TX - 1))
-            if kind == "mysql":
-                src.commit()
+def reset(d: Direction) -> None:
+    src = d.connect()
+    if d.kind == "postgres":  # an earlier run's slots would hold WAL and start from their old positions
+        run(src, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = ANY(%s)",
+            ([slot_name(d.task), slot_name(d.task_cli), RAW_SLOT],))
+        for task in (d.task, d.task_cli):
+            run(src, f"DROP PUBLICATION IF EXISTS {publication_name(task)}")
+        run(src, "CREATE SCHEMA IF NOT EXISTS benchi")
+    run(src, "DROP TABLE IF EXISTS benchi.events")
+    run(src, f"CREATE TABLE benchi.events ({SHAPE.format(ts='DATETIME(6)' if d.kind == 'mysql' else 'TIMESTAMP(6)')})")
+    src.close()
+    for db in ("warehouse", "warehouse_cli"):
+        d.postgres.create_database(db)
+        tgt = d.postgres.connect(db)
+        run(tgt, "DROP SCHEMA IF EXISTS benchi CASCADE")
+        tgt.close()
+    for task in (d.task, d.task_cli):
+        subprocess.run(["rm", "-rf", str(d.base / f"state_{task}")], check=True)
 
 
-def raw_mysql(url, start, end) -> float:
-    began, rows = time.monotonic(), 0
-    stream = BinLogStreamReader(
-        connection_settings={"host": url.host, "port": url.port, "user": url.user, "passwd": url.password},
-        server_id=4242, blocking=False, resume_stream=True, log_file=start.file, log_pos=start.pos,
-        only_events=[WriteRowsEvent, UpdateRowsEvent], only_schemas=["benchi"], is_mariadb=False)
-    for event in stream:
-        rows += len(event.rows)  # decodes every row
-        if (stream.log_file, stream.log_pos) >= (end.file, end.pos):
-            break
-    stream.close()
-    return rows / (time.monotonic() - began)
+def snapshot_empty(config: Path, spark):
+    """Plan (for PostgreSQL: publication and slot) and snapshot the empty table: the task gets its watermarks."""
+    rt = TaskRuntime(load_config(config))
+    if spark is not None:
+        rt.adopt_spark(spark)
+    try:
+        for tp in ensure_plans(rt):
+            snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+        return rt.spark
+    finally:
+        rt.close(stop_spark=False)
 
 
-def raw_postgres(url, slot_lsn_end, publication) -> float:
-    conn = psycopg2.connect(host=url.host, port=url.port, user=url.user or None, password=url.password or None,
-                            dbname=url.database, connection_factory=LogicalReplicationConnection)
-    cur = conn.cursor()
-    began, rows = time.monotonic(), 0
-    cur.start_replication(slot_name="bench_raw", decode=False,
-                          options={"proto_version": "1", "publication_names": publication})
-    while True:
-        msg = cur.read_message()
-        if msg is None:
-            if cur.wal_end >= slot_lsn_end:
-                break
-            time.sleep(0.01)
-            continue
-        if msg.payload[:1] in (b"I", b"U"):
-            rows += 1
-        if msg.payload[:1] == b"C":
-            cur.send_feedback(flush_lsn=msg.data_start)
-    elapsed = time.monotonic() - began
-    conn.close()
-    return rows / elapsed
-
-
-def catch_up(kind, servers, base: Path, changes: int) -> dict:
-    src = source_conn(kind, servers)
-    path = reset(kind, servers, src, base)
-    config = load_config(path)
-    rt = TaskRuntime(config)
-    for tp in ensure_plans(rt):  # publication and slot first, then an (empty) snapshot: the watermarks
-        snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
-    if kind == "postgres":
-        with src.cursor() as cur:
-            cur.execute("SELECT pg_create_logical_replication_slot('bench_raw', 'pgoutput')")
-    start = rt.source.current_position()
-    backlog(kind, src, changes)
-    end = rt.source.current_position()
-    if kind == "mysql":
-        raw = raw_mysql(config.source.db_url, start, end)
+def log_end(d: Direction):
+    conn = d.connect()
+    if d.kind == "mysql":
+        file, pos = run(conn, "SHOW MASTER STATUS")[0][:2]
+        end = (file, int(pos))
     else:
-        from cdc_assets.sources.postgres.replication import publication_name
-        raw = raw_postgres(config.source.db_url, end.lsn, publication_name(config.task_id))
-        with src.cursor() as cur:
-            cur.execute("SELECT pg_drop_replication_slot('bench_raw')")
+        high, low = run(conn, "SELECT pg_current_wal_lsn()::text")[0][0].split("/")
+        end = (int(high, 16) << 32) + int(low, 16)
+    conn.close()
+    return end
+
+
+def backlog(d: Direction, half: int) -> None:
+    conn = d.connect()
+    for lo in range(1, half + 1, TX_ROWS):
+        hi = min(half, lo + TX_ROWS - 1)
+        if d.kind == "mysql":
+            run(conn, f"INSERT INTO benchi.events SELECT seq, MOD(seq, 1000), CONCAT('{TEXT}', LPAD(seq, 7, '0')), "
+                      f"seq / 100, TIMESTAMP('2024-01-01') + INTERVAL seq SECOND + INTERVAL seq MICROSECOND, %s "
+                      f"FROM seq_{lo}_to_{hi}", (time.time(),))
+        else:
+            run(conn, f"INSERT INTO benchi.events SELECT g, mod(g, 1000), '{TEXT}' || lpad(g::text, 7, '0'), "
+                      f"g / 100.0, TIMESTAMP '2024-01-01' + g * INTERVAL '1 second' + g * INTERVAL '1 microsecond', "
+                      f"%s FROM generate_series({lo}, {hi}) g", (time.time(),))
+    for lo in range(1, half + 1, TX_ROWS):
+        run(conn, "UPDATE benchi.events SET a = a + 1, written_at = %s WHERE id BETWEEN %s AND %s",
+            (time.time(), lo, min(half, lo + TX_ROWS - 1)))
+    conn.close()
+
+
+def raw_mysql(d: Direction, start: tuple[str, int]) -> tuple[int, float]:
+    """Rows decoded by pymysqlreplication from `start` to the binlog's end (nothing else writes meanwhile)."""
+    began, rows = time.monotonic(), 0
+    # is_mariadb=False even on MariaDB: with True and no GTID the library ignores log_file/log_pos.
+    stream = BinLogStreamReader(
+        connection_settings={"host": "127.0.0.1", "port": d.mariadb.port, "user": d.mariadb.user,
+                             "password": d.mariadb.password},
+        server_id=RAW_SERVER_ID, blocking=False, resume_stream=True, log_file=start[0], log_pos=start[1],
+        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent], only_schemas=["benchi"],
+        only_tables=["events"], is_mariadb=False, enable_logging=False)
+    try:
+        for event in stream:
+            rows += len(event.rows)  # `rows` is lazy: this is what decodes the values
+    finally:
+        stream.close()
+    return rows, time.monotonic() - began
+
+
+def raw_postgres(d: Direction, end_lsn: int) -> tuple[int, float]:
+    """Insert/Update messages of RAW_SLOT until the server has decoded past `end_lsn`; then drops the slot."""
+    began, rows = time.monotonic(), 0
+    conn = psycopg2.connect(host="127.0.0.1", port=d.postgres.port, user=d.postgres.user, dbname=d.db,
+                            connection_factory=LogicalReplicationConnection)
+    try:
+        cur = conn.cursor()
+        cur.start_replication(slot_name=RAW_SLOT, decode=False,
+                              options={"proto_version": "1", "publication_names": publication_name(d.task)})
+        while cur.wal_end < end_lsn:  # a keepalive's wal_end is how far decoding got
+            msg = cur.read_message()
+            if msg is None:
+                select.select([cur], [], [], 0.2)
+                continue
+            tag = msg.payload[:1]
+            if tag in (b"I", b"U"):
+                rows += 1
+            elif tag == b"C":
+                cur.send_feedback(flush_lsn=msg.data_start)
+    finally:
+        conn.close()
+    seconds, admin = time.monotonic() - began, d.connect()
+    drop_slot(admin, RAW_SLOT)  # waits for the walsender of the closed connection to let go of it
+    admin.close()
+    return rows, seconds
+
+
+def totals(conn) -> tuple[int, int]:
+    count, total = run(conn, "SELECT COUNT(*), COALESCE(SUM(a), 0) FROM benchi.events")[0]
+    return int(count), int(total)
+
+
+def verify(label: str, d: Direction, target_db: str) -> bool:
+    src, tgt = d.connect(), d.postgres.connect(target_db)
+    want, got = totals(src), totals(tgt)
+    src.close(), tgt.close()
+    if want != got:
+        print(f"!!!!! MISMATCH {label}: source (rows, SUM(a)) = {want}, target {target_db} = {got} !!!!!")
+    return want == got
+
+
+def start_cli(d: Direction, config: Path, log: str, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    with open(d.base / f"{log}.log", "wb") as out:
+        return subprocess.Popen([sys.executable, "-m", "cdc_assets.cli", "--config", str(config), "sync", *args],
+                                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def reap(proc: subprocess.Popen, timeout: float) -> tuple[int, float]:
+    """Exit code and peak RSS (MiB) of the child, from its VmHWM polled: a child's ru_maxrss starts at its
+    parent's size at fork (Linux keeps it across exec), and this process is bigger than a sync."""
+    deadline, peak_kib = time.monotonic() + timeout, 0
+    while True:
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+            peak_kib = max([peak_kib] + [int(line.split()[1]) for line in status if line.startswith("VmHWM:")])
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            return proc.returncode, peak_kib / 1024
+        if time.monotonic() > deadline:
+            print(f"  !!!!! sync pid {proc.pid} did not exit within {timeout:.0f} s: killed")
+            proc.kill()
+            deadline = float("inf")
+        time.sleep(0.05)
+
+
+def catch_up(d: Direction, changes: int) -> dict:
+    config, config_cli = d.config(d.task, "warehouse"), d.config(d.task_cli, "warehouse_cli")
+    spark = snapshot_empty(config, None)
+    snapshot_empty(config_cli, spark)
+    spark.stop()
+    if d.kind == "postgres":  # after the publication (planning made it), before the backlog
+        src = d.connect()
+        run(src, "SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (RAW_SLOT,))
+        src.close()
+    start = log_end(d)
+    backlog(d, changes // 2)
+    raw_rows, raw_secs = raw_mysql(d, start) if d.kind == "mysql" else raw_postgres(d, log_end(d))
+    rt = TaskRuntime(load_config(config))
+    try:
+        began = time.monotonic()
+        report = sync(rt, until_caught_up=True)
+        seconds = time.monotonic() - began
+    finally:
+        rt.close()
+    ok = verify(f"{d.name} in-process catch-up", d, "warehouse")
     began = time.monotonic()
-    report = sync(rt, until_caught_up=True)
-    seconds = time.monotonic() - began
-    rt.close()
-    tgt = servers[1].connect("warehouse")
-    with tgt.cursor() as cur, src.cursor() as scur:
-        cur.execute("SELECT COUNT(*), SUM(a) FROM benchi.events")
-        got = cur.fetchone()
-        scur.execute("SELECT COUNT(*), SUM(a) FROM benchi.events")
-        want = scur.fetchone()
-    tgt.close()
-    src.close()
-    return {"path": path, "events": report.events, "seconds": seconds, "rate": report.events / seconds, "raw": raw,
-            "same": tuple(map(int, got)) == tuple(map(int, want))}
+    code, cli_rss = reap(start_cli(d, config_cli, f"{d.name}_cli_catch_up", "--until-caught-up"), 3600)
+    cli_secs = time.monotonic() - began
+    ok = verify(f"{d.name} CLI catch-up", d, "warehouse_cli") and ok and code == 0
+    total = changes // 2 * 2
+    r = {"rate": total / seconds, "raw": raw_rows / raw_secs, "cli_secs": cli_secs, "cli_rss": cli_rss,
+         "self_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "config": config,
+         "ok": ok and report.events == total == raw_rows}
+    print(f"{d.name} catch-up of {total:,} changes: in process {seconds:.1f} s = {r['rate']:,.0f} events/s "
+          f"({report.events:,} events, {report.batches:,} batches) | raw reader {raw_rows:,} rows in "
+          f"{raw_secs:.1f} s = {r['raw']:,.0f} rows/s | ratio {r['rate'] / r['raw']:.2f} | CLI end-to-end "
+          f"{cli_secs:.1f} s = {total / cli_secs:,.0f} events/s, exit {code}, peak RSS {cli_rss:,.0f} MiB")
+    print(f"  peak RSS of this process (in-process catch-up included) so far: {r['self_rss']:,.0f} MiB")
+    return r
 
 
-def steady(kind, servers, path: Path, rate: int, seconds: int) -> dict:
-    tgt = servers[1].connect("warehouse")
-    tgt.autocommit = True
-    with tgt.cursor() as cur:
-        cur.execute("ALTER TABLE benchi.events ADD COLUMN IF NOT EXISTS applied_at double precision")
-        cur.execute("CREATE OR REPLACE FUNCTION benchi.stamp() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-                    "NEW.applied_at := extract(epoch from clock_timestamp()); RETURN NEW; END $$")
-        cur.execute("DROP TRIGGER IF EXISTS stamp ON benchi.events")
-        cur.execute("CREATE TRIGGER stamp BEFORE INSERT OR UPDATE ON benchi.events FOR EACH ROW EXECUTE FUNCTION benchi.stamp()")
-    proc = subprocess.Popen([sys.executable, "-m", "cdc_assets.cli", "--config", str(path), "sync"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    time.sleep(3)
-    src = source_conn(kind, servers)
-    per_tick, first_id, written = rate // 20, 10_000_000, 0
+def writer(d: Direction, rate: int, seconds: float, first_new: int, existing: int, out: dict) -> None:
+    """Every TICK one upsert statement (one transaction): half new ids (inserts), half existing ids (updates)."""
+    per_tick = max(2, round(rate * TICK))
+    inserts = per_tick // 2
+    updates = min(per_tick - inserts, existing)  # an id twice in one ON CONFLICT statement is an error
+    rows = ", ".join(["(%s, %s, 'steady', 1.25, '2024-06-01 12:00:00.5', %s)"] * (inserts + updates))
+    sql = f"INSERT INTO benchi.events (id, a, b, c, d, written_at) VALUES {rows} " + (
+        "ON DUPLICATE KEY UPDATE a = a + 1, written_at = VALUES(written_at)" if d.kind == "mysql" else
+        "ON CONFLICT (id) DO UPDATE SET a = benchi.events.a + 1, written_at = EXCLUDED.written_at")
+    conn = d.connect()
+    next_new, next_old, written, ticks = first_new, 0, 0, int(seconds / TICK)
     began = time.monotonic()
-    with src.cursor() as cur:
-        while time.monotonic() - began < seconds:
-            tick = time.monotonic()
-            lo = first_id + written
-            ids = list(range(lo, lo + per_tick))
-            if kind == "postgres":
-                cur.execute("BEGIN")
-            now = time.time()
-            cur.executemany("INSERT INTO benchi.events (id, a, b, c, d, written_at) VALUES (%s, 1, 'w', 1, '2024-01-01', %s)",
-                            [(i, now) for i in ids])
-            cur.execute("COMMIT") if kind == "postgres" else src.commit()
-            written += per_tick
-            time.sleep(max(0.0, 0.05 - (time.monotonic() - tick)))
-    achieved = written / (time.monotonic() - began)
-    deadline = time.monotonic() + 60
-    with tgt.cursor() as cur:
-        while time.monotonic() < deadline:
-            cur.execute("SELECT COUNT(*) FROM benchi.events WHERE id >= %s", (first_id,))
-            if cur.fetchone()[0] >= written:
-                break
-            time.sleep(0.2)
-        cur.execute("SELECT applied_at - written_at FROM benchi.events WHERE id >= %s ORDER BY 1", (first_id,))
-        lags = [r[0] for r in cur.fetchall()]
-    os.killpg(proc.pid, signal.SIGTERM)
-    code = proc.wait(60)
-    src.close()
-    tgt.close()
-    pick = lambda q: lags[min(len(lags) - 1, int(q * len(lags)))] if lags else float("nan")  # noqa: E731
-    return {"p50": pick(0.5), "p99": pick(0.99), "max": lags[-1] if lags else float("nan"), "rate": achieved,
-            "rows": len(lags), "written": written, "exit": code}
+    for k in range(ticks):
+        time.sleep(max(0.0, began + k * TICK - time.monotonic()))
+        ids = list(range(next_new, next_new + inserts)) + [(next_old + j) % existing + 1 for j in range(updates)]
+        next_new, next_old = next_new + inserts, next_old + updates
+        now = time.time()  # the statement commits on its own right after
+        run(conn, sql, tuple(v for i in ids for v in (i, i % 1000, now)))
+        written += len(ids)
+    time.sleep(max(0.0, began + ticks * TICK - time.monotonic()))
+    out.update(written=written, secs=time.monotonic() - began)
+    conn.close()
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--changes", type=int, default=1_000_000)
-    p.add_argument("--rate", type=int, default=2000)
-    p.add_argument("--seconds", type=int, default=60)
-    p.add_argument("--dir", default="/tmp/cdc-bench-incr")
-    p.add_argument("--direction", choices=["mysql", "postgres", "both"], default="both")
-    args = p.parse_args()
+def steady(d: Direction, config: Path, rate: int, seconds: float, backlog_ids: int) -> dict:
+    tgt = d.postgres.connect("warehouse")
+    # A BEFORE trigger, not a column default: defaults do not fire on UPDATE.
+    run(tgt, "ALTER TABLE benchi.events ADD COLUMN applied_at double precision")
+    run(tgt, "CREATE FUNCTION benchi.stamp_applied() RETURNS trigger LANGUAGE plpgsql AS "
+             "$$BEGIN NEW.applied_at := extract(epoch FROM clock_timestamp()); RETURN NEW; END$$")
+    run(tgt, "CREATE TRIGGER stamp_applied BEFORE INSERT OR UPDATE ON benchi.events "
+             "FOR EACH ROW EXECUTE FUNCTION benchi.stamp_applied()")
+    proc = start_cli(d, config, f"{d.name}_follow")
+    src = d.connect()
+    # A probe row through the whole path first: the writer starts once sync is up and applying.
+    run(src, "INSERT INTO benchi.events (id, a, written_at) VALUES (0, 0, %s)", (time.time(),))
+    deadline = time.monotonic() + 120
+    while not run(tgt, "SELECT 1 FROM benchi.events WHERE id = 0"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"sync did not apply the probe row (exit {proc.returncode}): {d.name}_follow.log")
+        time.sleep(0.05)
+    out: dict = {}
+    begin_at = time.time()
+    thread = threading.Thread(target=writer, args=(d, rate, seconds, backlog_ids + 1, max(1, backlog_ids), out))
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.5)
+        if proc.poll() is not None:
+            print(f"  !!!!! sync exited with {proc.returncode} while the writer ran: {d.name}_follow.log")
+            break
+    thread.join()
+    want, stopped = totals(src), time.monotonic()
+    while totals(tgt) != want and time.monotonic() - stopped < 120 + seconds:
+        time.sleep(0.1)
+    drain = time.monotonic() - stopped
+    ok = verify(f"{d.name} steady state", d, "warehouse")
+    proc.send_signal(signal.SIGTERM)
+    code, rss = reap(proc, 60)
+    n, pcts, worst = run(tgt, "SELECT COUNT(*), percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP "
+                              "(ORDER BY applied_at - written_at), MAX(applied_at - written_at) "
+                              "FROM benchi.events WHERE written_at >= %s", (begin_at,))[0]
+    src.close(), tgt.close()
+    (p50, p99), worst = pcts or (NAN, NAN), NAN if worst is None else worst
+    r = {"rate": out["written"] / out["secs"], "p50": p50, "p99": p99, "max": worst, "ok": ok and code == 0}
+    print(f"{d.name} steady state: writer {out['written']:,} changes in {out['secs']:.1f} s = {r['rate']:,.0f}/s; "
+          f"lag over {n:,} rows p50 {p50:.3f} s, p99 {p99:.3f} s, max {worst:.3f} s; caught up {drain:.1f} s after "
+          f"the writer stopped; SIGTERM -> exit code {code}; peak RSS of sync {rss:,.0f} MiB")
+    return r
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--changes", type=int, default=1_000_000, help="backlog size (half inserts, half updates)")
+    parser.add_argument("--dir", default="/tmp/cdc-bench-incr")
+    parser.add_argument("--rate", type=int, default=2000, help="steady-state changes per second")
+    parser.add_argument("--seconds", type=float, default=60, help="steady-state duration")
+    parser.add_argument("--direction", choices=("mysql", "postgres", "both"), default="both")
+    args = parser.parse_args()
     base = Path(args.dir)
     base.mkdir(parents=True, exist_ok=True)
-    servers = start_servers(base / "servers")
-    print(f"{os.cpu_count()} CPUs; {args.changes:,} changes per backlog; {args.rate}/s for {args.seconds} s")
-    for kind in (["mysql", "postgres"] if args.direction == "both" else [args.direction]):
-        name = "MySQL->PostgreSQL" if kind == "mysql" else "PostgreSQL->PostgreSQL"
-        c = catch_up(kind, servers, base, args.changes)
-        print(f"{name} catch-up: {c['events']:,} changes in {c['seconds']:.1f} s = {c['rate']:,.0f} events/s; "
-              f"raw reader {c['raw']:,.0f} rows/s; ratio {c['rate'] / c['raw']:.2f}"
-              + ("" if c["same"] else "   MISMATCH between source and target"))
-        s = steady(kind, servers, c["path"], args.rate, args.seconds)
-        print(f"{name} steady state: writer {s['rate']:,.0f} changes/s, {s['rows']:,}/{s['written']:,} rows arrived; "
-              f"lag p50 {s['p50']:.3f} s, p99 {s['p99']:.3f} s, max {s['max']:.3f} s; sync exit code {s['exit']}")
-    print(f"peak RSS of the bench process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    base.chmod(0o755)
+    mariadb, postgres = start_servers(base / "servers")
+    print(f"{os.cpu_count()} CPUs; cdc_assets in {REPO}; rows of (bigint key, int, varchar(64), decimal(12,2), "
+          f"datetime(6), double); pipeline {PIPELINE}")
+    results = []
+    try:
+        for kind in ("mysql", "postgres") if args.direction == "both" else (args.direction,):
+            d = Direction(kind, mariadb, postgres, base)
+            reset(d)
+            c = catch_up(d, args.changes)
+            results.append((d.name, c, steady(d, c["config"], args.rate, args.seconds, args.changes // 2)))
+    finally:
+        stop_servers(base / "servers")
+    print(f"\n{os.cpu_count()} CPUs; backlog {args.changes // 2 * 2:,} changes; steady {args.rate:,}/s for "
+          f"{args.seconds:g} s; RSS: peak of the CLI catch-up process / of this process (in-process catch-up)")
+    print(f"{'direction':<12} {'catch-up ev/s':>13} {'raw rows/s':>11} {'ratio':>6} {'CLI e2e s':>9} "
+          f"{'lag p50 s':>9} {'lag p99 s':>9} {'lag max s':>9} {'write/s':>8} {'RSS MiB':>10}  checks")
+    for name, c, s in results:
+        rss = f"{c['cli_rss']:,.0f}/{c['self_rss']:,.0f}"
+        print(f"{name:<12} {c['rate']:>13,.0f} {c['raw']:>11,.0f} {c['rate'] / c['raw']:>6.2f} {c['cli_secs']:>9.1f} "
+              f"{s['p50']:>9.3f} {s['p99']:>9.3f} {s['max']:>9.3f} {s['rate']:>8,.0f} {rss:>10}  "
+              f"{'ok' if c['ok'] and s['ok'] else 'FAILED: see MISMATCH / exit code / counts above'}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
