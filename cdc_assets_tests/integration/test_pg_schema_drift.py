@@ -113,3 +113,13 @@ def test_generated_columns_are_left_to_the_target(task):
 
     assert fetch_rows(tgt, f'"{ns}".g', "id") == fetch_rows(src, f"{ns}.g", "id") == [(1, 5, 10, "one"),
                                                                                       (2, 2, 4, "zwei")]
+
+
+def test_ignore_keeps_applying_a_renamed_table_to_its_target_table(task):
+    make, src, tgt, ns = task
+    sync(make(), until_caught_up=True)
+    execute(src, f"ALTER TABLE {ns}.t RENAME TO t2", f"INSERT INTO {ns}.t2 VALUES (2, 'b', 2)")
+
+    sync(make(schema_change_policy="ignore"), until_caught_up=True)
+
+    assert fetch_rows(tgt, f'"{ns}".t', "id") == [(2, "b", 2)]
