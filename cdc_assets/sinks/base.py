@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from cdc_assets.core.batches import TableChanges
+from cdc_assets.core.batches import REPLAN_HINT, MoveIncomplete, TableChanges
 
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.tables import Column, TableId, TableSchema
@@ -25,6 +25,15 @@ class Transport:
 
     column: Column
     as_text: bool
+
+
+@dataclass(frozen=True)
+class Moves:
+    """How a batch's moves reach the target: copies of the old keys' rows inserted under the new keys, then the
+    columns the log carried written over them like partial rows."""
+
+    copies: dict[tuple, tuple]  # new key -> the old key's row, all columns in schema order, as `target_row` read it
+    updates: dict[tuple, dict]  # new key -> the columns the log carried
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,29 @@ class SqlSink:
         """Write a compacted batch of one table: deletes, full rows (replacing), and partial rows (updating only
         the columns they carry)."""
         raise NotImplementedError
+
+    def target_row(self, cursor, schema: TableSchema, key: tuple) -> tuple | None:
+        """The target's row under `key`, every column in schema order, in a form the dialect writes back
+        unchanged; None when there is none."""
+        raise NotImplementedError
+
+    def plan_moves(self, cursor, schema: TableSchema, changes: TableChanges) -> Moves:
+        """Read, before the batch writes anything, the rows its moves come from. A move whose old row the target
+        lacks is a partial update of the new key when the target holds that (a replay after a snapshot that
+        already saw the move); with neither, the unchanged columns are lost and the batch stops."""
+        copies: dict[tuple, tuple] = {}
+        for new, move in changes.moves.items():  # rare (key changes of rows with TOASTed values): one query each
+            row = self.target_row(cursor, schema, move.origin)
+            if row is not None:
+                copies[new] = row
+            elif self.target_row(cursor, schema, new) is None:
+                missing = [c.name for c in schema.columns if c.name not in move.columns]
+                raise MoveIncomplete(
+                    f"cannot move the row of {schema.table} from key {move.origin} to {new} at {move.position}: "
+                    f"the log leaves out its unchanged column(s) {', '.join(missing)} and the target on {self.url} "
+                    f"holds neither key", f"{REPLAN_HINT}; ALTER TABLE {schema.table} REPLICA IDENTITY FULL on the "
+                    "source makes the log carry whole rows")
+        return Moves(copies, {new: move.columns for new, move in changes.moves.items()})
 
     def add_column_sql(self, table: TableId, column: Column) -> str:
         return f"ALTER TABLE {self.table_sql(table)} ADD COLUMN {self.q(column.name)} {self.column_type(column, False)}"
