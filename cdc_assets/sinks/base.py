@@ -3,6 +3,7 @@ of splits visible with an idempotent upsert, together with whatever the caller w
 """
 from __future__ import annotations
 
+import hashlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -40,6 +41,13 @@ class Moves:
 class CommitResult:
     rows_by_split: dict[int, int]
     staged_bytes: int
+
+
+def staging_table(table: TableId, first_split: int) -> TableId:
+    """Deterministic per table and first split, so a crashed run's staging table is replaced, not left to pile up;
+    a hash of the whole name keeps long names that share a prefix apart within the 63-character limit."""
+    digest = hashlib.sha256(str(table).encode()).hexdigest()[:10]
+    return TableId(table.namespace, f"_cdc_stage_{table.name[:24]}_{digest}_{first_split}")
 
 
 class SqlSink:
@@ -135,8 +143,7 @@ class SqlSink:
         return True
 
     def staging_table(self, table: TableId, first_split: int) -> TableId:
-        # Deterministic per batch: a crashed run's staging table is replaced, not left to pile up.
-        return TableId(table.namespace, f"_cdc_stage_{table.name[:36]}_{first_split}")
+        return staging_table(table, first_split)
 
     def create_staging(self, staging: TableId, transports: list[Transport]) -> None:
         cols = [f"{self.q(SPLIT_COLUMN)} INTEGER NOT NULL"] + [
