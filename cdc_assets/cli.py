@@ -26,7 +26,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--config", default=os.environ.get(CONFIG_ENV), help=f"task config YAML (default ${CONFIG_ENV})")
     sub = p.add_subparsers(required=True, metavar="COMMAND")
     plan = sub.add_parser("plan", help="print the split plan per table and register it as Dagster partitions")
-    plan.add_argument("--replan", action="store_true", help="discard existing plans AND positions, then plan anew")
+    plan.add_argument("--replan", action="store_true", help="discard existing plans AND positions, then plan anew; the target "
+                                                              "tables are kept, every split replaces its key range")
     plan.set_defaults(func=cmd_plan)
     snap = sub.add_parser("snapshot", help="plan if needed, then materialize every unfinished split")
     snap.set_defaults(func=cmd_snapshot)
@@ -82,6 +83,10 @@ def cmd_plan(args) -> int:
         for s in plan.splits:
             print(f"  {s.id}  {s.range}  ~{s.estimated_rows} rows")
     print(f"{added} partitions added to the Dagster instance at {os.environ['DAGSTER_HOME']}")
+    if args.replan:
+        print("re-planned: plans, positions and the checkpoint were discarded. The target tables are kept: each "
+              "split's commit replaces its key range, so rows the source deleted meanwhile go as the splits are "
+              "read again; the log phase starts again once every split is finished")
     return 0
 
 

@@ -62,3 +62,20 @@ def range_predicate(column_sql: str, key_range: KeyRange, kind: str, dialect: st
     if key_range.end is not None:
         parts.append(f"{column_sql} < {literal(key_range.end, kind, dialect)}")
     return " AND ".join(parts) or "1=1"
+
+
+_SAME_ORDER_EVERYWHERE = ("int", "decimal", "date", "binary")
+
+
+def order_agrees(kind: str, source_dialect: str, target_dialect: str) -> bool:
+    """Does the target order split keys of this kind exactly as the source does, so that it can judge a split's
+    range itself? Not for text (collations differ in case, accents, trailing spaces), nor MariaDB's UUID type
+    (it sorts its bytes in an order of its own), nor PostgreSQL instants in a MySQL target (their literals carry
+    an offset MySQL does not parse)."""
+    if kind in _SAME_ORDER_EVERYWHERE:
+        return True
+    if kind == "uuid":
+        return source_dialect == "postgres"
+    if kind == "datetime":
+        return not (source_dialect == "postgres" and target_dialect == "mysql")
+    return False

@@ -8,7 +8,8 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from cdc_assets.core.keys import range_predicate
+from cdc_assets.core.batches import TableChanges
+from cdc_assets.core.keys import order_agrees, range_predicate
 from cdc_assets.core.positions import position_from_json
 from cdc_assets.core.splits import Split, SplitPlan
 from cdc_assets.core.tables import TableId, TableSchema
@@ -17,7 +18,9 @@ from cdc_assets.engine.planning import describe
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import PlanError
 from cdc_assets.resumer.resumer import SplitWatermarks
-from cdc_assets.sinks.base import SPLIT_COLUMN, CommitResult, Transport
+from cdc_assets.engine.faults import crash_point
+from cdc_assets.sinks.base import SPLIT_COLUMN, CommitResult, SplitRanges, Transport
+from cdc_assets.sources.base import present_keys
 from cdc_assets.sinks.split_locks import SplitLocks
 from cdc_assets.spark.staging import copy_lines, read_splits, write_staging
 
@@ -123,8 +126,12 @@ def _commit_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transpo
                   staged: _StagedGroup) -> CommitResult:
     """Runs on the commit thread: touches only the sink's commit connection and pure resumer methods."""
     by_index = {s.index: s.id for s in staged.splits}
+    replace = SplitRanges(plan.key_kind, tuple(s.range for s in staged.splits),
+                          order_agrees(plan.key_kind, rt.config.source.db_type, rt.config.target.db_type))
 
     def write_markers(cursor, counts: dict[int, int]) -> None:
+        if not replace.by_range:
+            _remove_deleted(rt, cursor, schema, transports, staged, replace)
         if rt.config.pipeline.exactly_once:
             mark = staged.marks[0]
             backfill(rt, cursor, schema, plan, staged.splits, mark.low, mark.high)
@@ -132,7 +139,20 @@ def _commit_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transpo
         if rt.resumer.writes_in_target:
             rt.resumer.write_in(cursor, staged.finished)
 
-    return rt.sink.commit(schema, staged.staging, transports, write_markers)
+    return rt.sink.commit(schema, staged.staging, transports, replace, write_markers)
+
+
+def _remove_deleted(rt: TaskRuntime, cursor, schema: TableSchema, transports: list[Transport], staged: _StagedGroup,
+                    replace: SplitRanges) -> None:
+    """Where the target cannot judge the splits' ranges (text keys): of the keys it holds in them by its own order
+    but the group did not stage, delete those the source no longer has. A key the source still has belongs to
+    another split, which replaces it; one re-inserted after this read comes back through the log."""
+    candidates = rt.sink.unstaged_keys(cursor, schema, staged.staging, transports, replace)
+    if not candidates:
+        return
+    gone = set(candidates) - present_keys(rt.config.source.db_url, schema, candidates)
+    if gone:
+        rt.sink.apply_changes(cursor, schema, TableChanges(schema.table, deletes=gone))
 
 
 def _settle(rt: TaskRuntime, pending: list, locks: SplitLocks, wait: bool) -> list[SplitResult]:
@@ -142,6 +162,7 @@ def _settle(rt: TaskRuntime, pending: list, locks: SplitLocks, wait: bool) -> li
     while pending and (wait or pending[0][1].done()):
         staged, future = pending.pop(0)
         result = future.result()  # a failed commit raises here: its splits stay unfinished
+        crash_point("snapshot.after_commit")  # committed in the target, not yet finished for other resumers
         rt.resumer.record_committed(staged.finished)
         locks.release([s.id for s in staged.splits])
         seconds = time.monotonic() - staged.started

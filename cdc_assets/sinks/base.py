@@ -11,6 +11,8 @@ from typing import Callable, Iterator
 from cdc_assets.core.batches import REPLAN_HINT, MoveIncomplete, TableChanges
 
 from cdc_assets.core.jdbc import JdbcEndpoint
+from cdc_assets.core.keys import range_predicate
+from cdc_assets.core.splits import KeyRange
 from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, qualified, quote_ident
@@ -35,6 +37,16 @@ class Moves:
 
     copies: dict[tuple, tuple]  # new key -> the old key's row, all columns in schema order, as `target_row` read it
     updates: dict[tuple, dict]  # new key -> the columns the log carried
+
+
+@dataclass(frozen=True)
+class SplitRanges:
+    """What a group's commit replaces: the key ranges of its splits on the split column. `by_range`: the target
+    orders this key kind exactly as the source does, so it can judge the ranges itself."""
+
+    kind: str
+    ranges: tuple[KeyRange, ...]
+    by_range: bool
 
 
 @dataclass(frozen=True)
@@ -155,18 +167,29 @@ class SqlSink:
             cur.execute(f"DROP TABLE IF EXISTS {self.table_sql(staging)}")
             cur.execute(f"{self.staging_prefix()} {self.table_sql(staging)} ({', '.join(cols)})")
 
-    def commit(self, schema: TableSchema, staging: TableId, transports: list[Transport],
+    def _key_match(self, schema: TableSchema, transports: list[Transport]) -> Callable[[str, str], str]:
+        """`match(target_ref, staging_ref)` renders the key equality between the target and a staging table."""
+        by_name = {t.column.name: t for t in transports}
+        return lambda t_ref, s_ref: " AND ".join(
+            f"{t_ref}.{self.q(k)} = {self.load_expr(by_name[k], f'{s_ref}.{self.q(k)}')}" for k in schema.primary_key)
+
+    def range_sql(self, schema: TableSchema, replace: SplitRanges, ref: str | None = None) -> str:
+        column = self.q(schema.split_column.name) if ref is None else f"{ref}.{self.q(schema.split_column.name)}"
+        return " OR ".join(f"({range_predicate(column, r, replace.kind, self.dialect)})" for r in replace.ranges)
+
+    def commit(self, schema: TableSchema, staging: TableId, transports: list[Transport], replace: SplitRanges,
                in_transaction: Callable[[object, dict[int, int]], None] | None = None) -> CommitResult:
-        """Upsert the staged rows into the target and run `in_transaction(cursor, rows_by_split)` in the same
-        transaction."""
+        """Replace the splits' key ranges in the target with the staged rows and run
+        `in_transaction(cursor, rows_by_split)` in the same transaction.
+
+        Where the target orders the key as the source does (`replace.by_range`), the ranges are deleted, then the
+        staged rows inserted: rows the source deleted since an earlier read of the splits go too. Otherwise only
+        the staged keys are replaced here, and the caller removes the rows the source no longer has
+        (`unstaged_keys`). Against an empty target (a first snapshot) delete + plain insert is twice as fast as
+        ON CONFLICT DO UPDATE."""
         stage_sql, target_sql = self.table_sql(staging), self.table_sql(schema.table)
         names = ", ".join(self.q(t.column.name) for t in transports)
         loads = {t.column.name: self.load_expr(t, f"s.{self.q(t.column.name)}") for t in transports}
-        by_name = {t.column.name: t for t in transports}
-
-        def key_match(t_ref: str, s_ref: str) -> str:
-            return " AND ".join(f"{t_ref}.{self.q(k)} = {self.load_expr(by_name[k], f'{s_ref}.{self.q(k)}')}"
-                                for k in schema.primary_key)
         if self._commit_conn is None:
             self._commit_conn = connect(self.url, autocommit=True)
         with self._commit_conn.cursor() as cur:
@@ -175,9 +198,10 @@ class SqlSink:
             try:
                 cur.execute(f"SELECT {self.q(SPLIT_COLUMN)}, COUNT(*) FROM {stage_sql} GROUP BY {self.q(SPLIT_COLUMN)}")
                 counts = {int(i): int(n) for i, n in cur.fetchall()}
-                # Upsert as replace: delete the staged keys, then a plain insert. Against a target that does
-                # not hold the keys yet (a first snapshot) this is twice as fast as ON CONFLICT DO UPDATE.
-                cur.execute(self.delete_staged_keys_sql(target_sql, stage_sql, key_match))
+                if replace.by_range:
+                    cur.execute(f"DELETE FROM {target_sql} WHERE {self.range_sql(schema, replace)}")
+                else:
+                    cur.execute(self.delete_staged_keys_sql(target_sql, stage_sql, self._key_match(schema, transports)))
                 cur.execute(f"INSERT INTO {target_sql} ({names}) SELECT {', '.join(loads.values())} FROM {stage_sql} s")
                 if in_transaction is not None:
                     in_transaction(cur, counts)
@@ -187,6 +211,16 @@ class SqlSink:
                 raise
             cur.execute(f"DROP TABLE IF EXISTS {stage_sql}")
         return CommitResult(counts, staged_bytes)
+
+    def unstaged_keys(self, cursor, schema: TableSchema, staging: TableId, transports: list[Transport],
+                      replace: SplitRanges) -> list[tuple]:
+        """Keys the target holds in the splits' ranges, by the target's own order, that the group did not stage:
+        rows the source deleted since an earlier read, or rows of other splits when the two orders differ."""
+        keys = ", ".join(f"t.{self.q(k)}" for k in schema.primary_key)
+        match = self._key_match(schema, transports)
+        cursor.execute(f"SELECT {keys} FROM {self.table_sql(schema.table)} t WHERE ({self.range_sql(schema, replace, 't')}) "
+                       f"AND NOT EXISTS (SELECT 1 FROM {self.table_sql(staging)} s WHERE {match('t', 's')})")
+        return [tuple(row) for row in cursor.fetchall()]
 
     @contextmanager
     def transaction(self) -> Iterator[object]:

@@ -1,6 +1,7 @@
 """What every relational source offers the planner and the snapshot, whatever its log protocol."""
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -8,7 +9,9 @@ from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.keys import key_kind, to_key_value, to_param
 from cdc_assets.core.positions import Position
 from cdc_assets.core.splits import KeyValue
-from cdc_assets.core.tables import Column, TableId, TableSchema
+from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.dbapi.connect import connect, qualified, quote_ident
 from cdc_assets.errors import TableError
 
 
@@ -110,3 +113,42 @@ def resolve_key(table: TableId, columns: tuple[Column, ...], pk: tuple[str, ...]
         raise TableError(f"cannot split {table} on column '{key[0]}' of type {schema.split_column.native}",
                          "split on an integer, decimal, string, uuid, date or binary column")
     return schema
+
+
+PRESENT_CHUNK = 1000  # keys per lookup
+
+
+def present_keys(url: DbUrl, schema: TableSchema, keys: list[tuple]) -> set[tuple]:
+    """Which of `keys` the source table holds now, compared exactly: text byte for byte, since a case- or
+    accent-insensitive collation would call 'abc' and 'ABC' one key. Keys come back as `keys` gave them."""
+    dialect = url.db_type
+    exact = {c.name for c in schema.columns if c.kind in (Kind.STRING, Kind.ENUM)} if dialect == "mysql" else set()
+    cols = ", ".join(("BINARY " if k in exact else "") + quote_ident(dialect, k) for k in schema.primary_key)
+    one = "(" + ", ".join("BINARY %s" if k in exact else "%s" for k in schema.primary_key) + ")"
+    table = qualified(dialect, schema.table.namespace, schema.table.name)
+    by_norm = {tuple(map(_comparable, key)): key for key in keys}
+    found: set[tuple] = set()
+    conn = connect(url)
+    try:
+        with conn.cursor() as cur:
+            for i in range(0, len(keys), PRESENT_CHUNK):
+                chunk = keys[i:i + PRESENT_CHUNK]
+                cur.execute(f"SELECT {cols} FROM {table} WHERE ({cols}) IN ({', '.join([one] * len(chunk))})",
+                            [v for key in chunk for v in key])
+                found.update(by_norm[n] for row in cur.fetchall() if (n := tuple(map(_comparable, row))) in by_norm)
+    finally:
+        conn.close()
+    return found
+
+
+def _comparable(value):
+    """One form for a key value, whichever driver and engine returned it."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        value = bytes(value)
+        try:
+            return value.decode("utf-8")  # MySQL returns BINARY-compared text as bytes
+        except UnicodeDecodeError:
+            return value
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return value

@@ -77,3 +77,37 @@ def test_sigkill_mid_snapshot_then_resume_loses_nothing_and_rereads_nothing(
     assert len(finished_in_store(config)) == ROWS // SPLIT
     tgt.close()
     src.close()
+
+
+@pytest.mark.parametrize("key", ["int", "text"])
+def test_sigkill_between_target_commit_and_finished_marker_leaves_no_ghost_rows(tmp_path, servers, unique_name, key):
+    """sqlite positions: the first group committed in the target but was never marked finished. Rows deleted at
+    the source before the rerun must leave the target when the rerun reads the group again."""
+    servers.mariadb.create_database(unique_name)
+    src = servers.mariadb.connect(unique_name)
+    key_sql = "CONCAT(IF(seq % 2, 'k', 'K'), LPAD(seq, 5, '0'))" if key == "text" else "seq"
+    with src.cursor() as cur:
+        cur.execute(f"CREATE TABLE t (id {'VARCHAR(20)' if key == 'text' else 'INT'} PRIMARY KEY, v INT)")
+        cur.execute(f"INSERT INTO t SELECT {key_sql}, seq FROM seq_1_to_4000")
+    target = f"{unique_name}_tgt"
+    servers.postgres.create_database(target)
+    path = write_config(tmp_path, servers, task_id="crash_ghost", source="mysql", source_db=unique_name,
+                        tables=[f"{unique_name}.t"], target="postgres", target_db=target,
+                        snapshot={"split_size": 500, "partitions_per_run": 8}, resumer={"resume_type": "sqlite"})
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "dagster_home"), "CDC_ASSETS_CRASH_AT": "snapshot.after_commit"}
+    proc = run_cli(path, env, "snapshot", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == -signal.SIGKILL, out[-3000:]
+    tgt = servers.postgres.connect(target)
+    committed = fetch_rows(tgt, f'"{unique_name}".t', "id")
+    assert committed and not finished_in_store(load_config(path))  # in the target, finished nowhere
+
+    with src.cursor() as cur:  # deletes inside the committed group's ranges, while no run reads
+        cur.execute("DELETE FROM t WHERE v % 10 = 3")
+    del env["CDC_ASSETS_CRASH_AT"]
+    again = run_cli(path, env, "snapshot", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out, _ = again.communicate(timeout=600)
+    assert again.returncode == 0, out[-3000:]
+    assert sorted(fetch_rows(tgt, f'"{unique_name}".t', "id")) == sorted(fetch_rows(src, "t", "id"))
+    tgt.close()
+    src.close()
