@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cdc_assets.config import SparkConfig
-from cdc_assets.dev.servers import MariaDbServer, PostgresServer, running_servers
+from cdc_assets.dev.servers import MariaDbServer, PostgresServer, free_port, running_servers
 
 
 @dataclass
@@ -27,6 +27,17 @@ def servers():
             yield Servers(mariadb, postgres, base_dir)
     finally:
         shutil.rmtree(base_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def mariadb_target(servers):
+    """A second private MariaDB, for MySQL -> MySQL tasks: a table and its target share a database name, so they
+    cannot share a server."""
+    server = MariaDbServer(servers.base_dir / "mariadb_target", free_port()).start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

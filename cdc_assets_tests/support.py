@@ -18,11 +18,15 @@ def endpoint(servers, db_type: str, database: str) -> dict:
 
 
 def write_config(tmp_path: Path, servers, *, task_id: str, source: str, source_db: str, tables: list[str],
-                 target: str, target_db: str, **sections) -> Path:
+                 target: str, target_db: str, target_server=None, **sections) -> Path:
+    """`target_server`: another server than the session's one of the target's kind (MySQL -> MySQL)."""
+    target_endpoint = endpoint(servers, target, target_db)
+    if target_server is not None:
+        target_endpoint["url"] = target_server.url(target_db) if target == "postgres" else target_server.url()
     raw = {
         "task_id": task_id,
         "source": {**endpoint(servers, source, source_db), "tables": tables, **sections.pop("source_extra", {})},
-        "target": endpoint(servers, target, target_db),
+        "target": target_endpoint,
         "runtime": {"data_dir": str(tmp_path / "state")},
         "spark": {"master": "local[2]"},
         **sections,

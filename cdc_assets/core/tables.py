@@ -79,6 +79,7 @@ class Column:
     unsigned: bool = False
     values: tuple[str, ...] = ()  # ENUM / SET members
     element: str | None = None  # ARRAY element type (PostgreSQL name)
+    collation: str | None = None  # MySQL text columns: how the source compares them (keys must not merge)
 
 
 @dataclass(frozen=True)

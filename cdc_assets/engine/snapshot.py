@@ -103,7 +103,7 @@ def _read_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transport
     started = time.monotonic()
     source, sink, resumer = rt.source, rt.sink, rt.resumer
     staging = sink.staging_table(schema.table, splits[0].index)
-    sink.create_staging(staging, transports)
+    sink.create_staging(staging, transports, schema.primary_key)
     ids = [s.id for s in splits]
     low = source.current_position()
     reads = resumer.record_low([SplitWatermarks(s, plan.plan_id, low) for s in splits])

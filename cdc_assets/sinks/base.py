@@ -95,6 +95,9 @@ class SqlSink:
     def staging_prefix(self) -> str:
         return "CREATE TABLE"
 
+    def check_key_columns(self, schema: TableSchema) -> None:
+        """Refuse an existing target table whose key columns would merge keys the source keeps apart."""
+
     def apply_changes(self, cursor, schema: TableSchema, changes: TableChanges) -> None:
         """Write a compacted batch of one table: deletes, full rows (replacing), and partial rows (updating only
         the columns they carry)."""
@@ -145,9 +148,12 @@ class SqlSink:
                 raise TableError(
                     f"target table {schema.table} exists but lacks columns {missing} on {self.url}",
                     "add them, or drop the target table so it is created from the source")
+            self.check_key_columns(schema)
             return False
+        # NULL said out loud: MySQL with explicit_defaults_for_timestamp=OFF makes an unqualified TIMESTAMP
+        # column NOT NULL DEFAULT CURRENT_TIMESTAMP, which would turn NULLs into the time of the write.
         cols = [f"{self.q(c.name)} {self.column_type(c, c.name in schema.primary_key)}"
-                f"{' NOT NULL' if not c.nullable or c.name in schema.primary_key else ''}" for c in schema.columns]
+                f"{' NOT NULL' if not c.nullable or c.name in schema.primary_key else ' NULL'}" for c in schema.columns]
         key = ", ".join(self.q(k) for k in schema.primary_key)
         with self.conn.cursor() as cur:
             cur.execute(self.create_namespace_sql(schema.table.namespace))
@@ -157,9 +163,11 @@ class SqlSink:
     def staging_table(self, table: TableId, first_split: int) -> TableId:
         return staging_table(table, first_split)
 
-    def create_staging(self, staging: TableId, transports: list[Transport]) -> None:
+    def create_staging(self, staging: TableId, transports: list[Transport], key: tuple[str, ...]) -> None:
+        # Key columns are declared as in the target table: MySQL cannot compare columns of two collations.
         cols = [f"{self.q(SPLIT_COLUMN)} INTEGER NOT NULL"] + [
-            f"{self.q(t.column.name)} {self.text_type if t.as_text else self.column_type(t.column, False)}"
+            f"{self.q(t.column.name)} "
+            f"{self.text_type if t.as_text else self.column_type(t.column, t.column.name in key)}"
             for t in transports
         ]
         with self.conn.cursor() as cur:

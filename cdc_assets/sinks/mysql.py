@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import json
+from functools import cached_property
 from typing import Any, Callable
 
 from cdc_assets.core.batches import TableChanges
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
+from cdc_assets.errors import TableError
 from cdc_assets.sinks.base import Moves, SqlSink, Transport
 
 DELETE_CHUNK = 1000  # keys per DELETE ... IN (...)
@@ -25,14 +27,48 @@ class MysqlSink(SqlSink):
     def column_type(self, column: Column, in_key: bool) -> str:
         if self.source_dialect == "mysql":
             # MariaDB reports JSON as longtext; declaring json restores its validity check.
-            return "json" if column.kind == Kind.JSON else column.native
-        declared = postgres_to_mysql(column)
-        # MySQL cannot index unbounded TEXT/BLOB: key columns get the longest indexable form.
-        if in_key and declared in ("longtext", "text"):
-            return "varchar(768)"
-        if in_key and declared == "longblob":
-            return "varbinary(3072)"
+            declared = "json" if column.kind == Kind.JSON else column.native
+        else:
+            declared = postgres_to_mysql(column)
+            # MySQL cannot index unbounded TEXT/BLOB: key columns get the longest indexable form.
+            if in_key and declared in ("longtext", "text"):
+                declared = "varchar(768)"
+            if in_key and declared == "longblob":
+                declared = "varbinary(3072)"
+        if in_key and column.kind == Kind.STRING:
+            # A case/accent-insensitive or PAD SPACE key would take 'abc'/'ABC', 'e'/'é', 'x'/'x ' for one key.
+            declared += f" CHARACTER SET utf8mb4 COLLATE {self.key_collation}"
         return declared
+
+    @cached_property
+    def key_collation(self) -> str:
+        """Binary and NO PAD: MySQL 8's utf8mb4_0900_bin, MariaDB's utf8mb4_nopad_bin (utf8mb4_bin pads)."""
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT COLLATION_NAME FROM information_schema.COLLATIONS "
+                        "WHERE COLLATION_NAME IN ('utf8mb4_0900_bin', 'utf8mb4_nopad_bin')")
+            found = [r[0] for r in cur.fetchall()]
+        if not found:
+            raise TableError(f"{self.url} offers no binary NO PAD utf8mb4 collation for text keys",
+                             "use MySQL >= 8.0 or MariaDB >= 10.2 as the target")
+        return found[0]
+
+    def check_key_columns(self, schema: TableSchema) -> None:
+        text_keys = {c.name: c for c in schema.columns if c.name in schema.primary_key and c.kind == Kind.STRING}
+        if not text_keys:
+            return
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS "
+                        "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (schema.table.namespace, schema.table.name))
+            collations = dict(cur.fetchall())
+        for name, column in text_keys.items():
+            have = collations.get(name)
+            if have in (self.key_collation, column.collation) or have is None:
+                continue  # binary NO PAD, or exactly how the source compares the key
+            raise TableError(
+                f"key column '{name}' of target table {schema.table} on {self.url} has collation {have}, which takes "
+                "keys the source keeps apart (case, accents or trailing spaces) for one key",
+                f"ALTER TABLE {self.table_sql(schema.table)} MODIFY {self.q(name)} "
+                f"{self.column_type(column, True)} NOT NULL, or drop the target table so it is created from the source")
 
     def load_expr(self, t: Transport, staged: str) -> str:
         if t.as_text and t.column.kind == Kind.BIT:

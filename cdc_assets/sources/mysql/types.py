@@ -46,7 +46,8 @@ def column_from_catalog(row: dict, json_columns: set[str]) -> Column:
     if kind in (Kind.DATETIME, Kind.TIMESTAMP, Kind.TIME):
         return Column(kind=kind, precision=int(row["datetime_precision"] or 0), **common)
     length = row.get("character_maximum_length")
-    return Column(kind=kind, length=int(length) if length is not None else None, **common)
+    collation = row.get("collation_name") if kind == Kind.STRING else None
+    return Column(kind=kind, length=int(length) if length is not None else None, collation=collation, **common)
 
 
 def select_expr(column: Column, quoted: str) -> tuple[str, bool]:
