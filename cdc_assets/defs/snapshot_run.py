@@ -118,6 +118,9 @@ def _failure_text(result: dg.ExecuteInProcessResult, keys: list[str]) -> str:
             error = event.step_failure_data.error
             while error.cause is not None:  # Dagster wraps the error that says what went wrong
                 error = error.cause
+            failure = event.step_failure_data.user_failure_data
+            if failure is not None and failure.description:  # a CdcError: its message says which splits and why
+                return failure.description.split(" -- ")[0]
             return f"{keys[0]}..{keys[-1]}: {error.message.strip().splitlines()[0]}"
     return f"{keys[0]}..{keys[-1]}: run failed"
 

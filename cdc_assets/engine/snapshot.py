@@ -5,6 +5,7 @@ finished markers). Splits already finished are skipped, never re-read.
 from __future__ import annotations
 
 import time
+import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -16,13 +17,17 @@ from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.backfill import backfill
 from cdc_assets.engine.planning import describe
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.errors import PlanError
+from cdc_assets.errors import CdcError, PlanError
+from cdc_assets.resumer.records import now_text
 from cdc_assets.resumer.resumer import SplitWatermarks
 from cdc_assets.engine.faults import crash_point
 from cdc_assets.sinks.base import SPLIT_COLUMN, CommitResult, SplitRanges, Transport
 from cdc_assets.sources.base import present_keys
 from cdc_assets.sinks.split_locks import SplitLocks
+from cdc_assets.spark.errors import root_cause
 from cdc_assets.spark.staging import copy_lines, read_splits, write_staging
+
+ERRORS_LOG = "errors.log"  # beside position.log: the full traces behind one-line split failures
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,7 @@ class _StagedGroup:
     splits: list[Split]
     staging: TableId
     marks: list[SplitWatermarks]
+    reads: dict[str, int]
     started: float
     finished: list = field(default_factory=list)
 
@@ -109,17 +115,38 @@ def _read_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transport
     reads = resumer.record_low([SplitWatermarks(s, plan.plan_id, low) for s in splits])
     _call(rt.hooks.after_low, ids)
     query, predicates = _batch_query(rt, plan, schema, splits)
-    frame = read_splits(rt.spark, source.jdbc(), query, predicates, rt.config.snapshot.fetch_size)
-    if _copy_lines(rt):
-        copy_lines(frame, sink.url, sink.table_sql(staging))
-    else:
-        write_staging(frame, sink.jdbc(), sink.table_sql(staging), rt.config.snapshot.write_batch_size)
+    try:
+        frame = read_splits(rt.spark, source.jdbc(), query, predicates, rt.config.snapshot.fetch_size)
+        if _copy_lines(rt):
+            copy_lines(frame, sink.url, sink.table_sql(staging))
+        else:
+            write_staging(frame, sink.jdbc(), sink.table_sql(staging), rt.config.snapshot.write_batch_size)
+    except Exception as exc:  # a worker's or a driver's error, wrapped by Spark
+        raise _failed(rt, splits, [SplitWatermarks(s, plan.plan_id, low) for s in splits], reads, exc) from None
     _call(rt.hooks.after_write, ids)
     high = source.current_position()
     marks = [SplitWatermarks(s, plan.plan_id, low, high) for s in splits]
     resumer.record_high(marks, reads)
     _call(rt.hooks.after_high, ids)
-    return _StagedGroup(splits, staging, marks, started)
+    return _StagedGroup(splits, staging, marks, reads, started)
+
+
+class SplitFailed(CdcError):
+    """Reading or staging a group of splits failed inside Spark; the message is the root cause in one line."""
+
+
+def _failed(rt: TaskRuntime, splits: list[Split], marks: list[SplitWatermarks], reads: dict[str, int],
+            exc: Exception, where: str = "in Spark") -> SplitFailed:
+    """One line for the CLI, the Dagster run and the position records; the whole trace to errors.log."""
+    message, where = root_cause(exc, where)
+    ids = [s.id for s in splits]
+    line = f"{ids[0]}..{ids[-1]} of {splits[0].table} failed {where}: {message}"
+    rt.resumer.record_failed(marks, reads, line)
+    log_dir = rt.config.log_dir
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with open(log_dir / ERRORS_LOG, "a", encoding="utf-8") as out:
+        out.write(f"{now_text()} | {line}\n{''.join(traceback.format_exception(exc))}\n")
+    return SplitFailed(line, f"fix the cause, then materialize the splits again; the trace is in {log_dir / ERRORS_LOG}")
 
 
 def _commit_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transports: list[Transport],
@@ -161,7 +188,12 @@ def _settle(rt: TaskRuntime, pending: list, locks: SplitLocks, wait: bool) -> li
     results = []
     while pending and (wait or pending[0][1].done()):
         staged, future = pending.pop(0)
-        result = future.result()  # a failed commit raises here: its splits stay unfinished
+        try:
+            result = future.result()  # a failed commit raises here: its splits stay unfinished
+        except CdcError:
+            raise
+        except Exception as exc:
+            raise _failed(rt, staged.splits, staged.marks, staged.reads, exc, "in the target's commit") from None
         crash_point("snapshot.after_commit")  # committed in the target, not yet finished for other resumers
         rt.resumer.record_committed(staged.finished)
         locks.release([s.id for s in staged.splits])

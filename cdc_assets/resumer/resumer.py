@@ -81,6 +81,12 @@ class Resumer:
         ]
         self._put(records)
 
+    def record_failed(self, watermarks: Sequence[SplitWatermarks], reads: dict[str, int], error: str) -> None:
+        """A read that failed: the split stays unfinished, and its record says why in one line."""
+        self._put([PositionRecord(self.task_id, SNAPSHOT_DOING, w.split.id, {
+            "type": "RdbSnapshot", **self._base(w), "phase": "FAILED", "reads": reads[w.split.id], "error": error})
+            for w in watermarks])
+
     def finished_records(self, watermarks: Sequence[SplitWatermarks], rows: dict[str, int]) -> list[PositionRecord]:
         return [
             PositionRecord(self.task_id, SNAPSHOT_FINISHED, w.split.id, {

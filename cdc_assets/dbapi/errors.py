@@ -1,0 +1,16 @@
+"""The database's own message out of a DBAPI error, without the driver's decoration."""
+from __future__ import annotations
+
+import psycopg2
+import pymysql
+
+
+def driver_message(exc: BaseException) -> str | None:
+    """'Out of range value for column 'n' at row 77' for PyMySQL's (1264, "...") and psycopg2's primary message
+    (with the column when the server names one); None for anything else."""
+    if isinstance(exc, pymysql.err.MySQLError) and len(exc.args) == 2:
+        return str(exc.args[1])
+    if isinstance(exc, psycopg2.Error) and exc.diag.message_primary:
+        column = exc.diag.column_name
+        return exc.diag.message_primary + (f" (column {column})" if column else "")
+    return None

@@ -1,0 +1,41 @@
+"""A failure inside a Spark job, told in one line: the database's own message and where it happened.
+
+Spark wraps a worker's error twice (a Python worker's traceback inside a Py4J error inside a PySpark exception)
+and a JDBC driver's inside a Java stack of a hundred lines; the line a person needs is in there once.
+"""
+from __future__ import annotations
+
+import re
+
+from cdc_assets.dbapi.errors import driver_message
+
+# The database's message as the drivers word it: psycopg2 in a Python worker; JDBC drivers in the JVM.
+_PYTHON_DB_ERROR = re.compile(r"^(?:psycopg2\.(?:errors\.)?\w+|pymysql\.err\.\w+): (?P<message>.+)$", re.M)
+_JAVA_DB_ERROR = re.compile(
+    r"(?:java\.sql\.\w+|org\.postgresql\.util\.PSQLException|org\.mariadb\.jdbc\.[\w.]+|com\.mysql\.[\w.]+): "
+    r"(?P<message>[^\n]+)")
+_PG_COPY_COLUMN = re.compile(r"CONTEXT:\s+COPY \S+, line \d+, column (?P<column>[^:\s]+):")
+_PG_CONTEXT = re.compile(r"\nCONTEXT:.*", re.S)
+_CONNECTION_TAG = re.compile(r"^\(conn[=:]\d+\)\s*")
+_PYTHON_ERROR = re.compile(r"^(?P<type>\w+(?:Error|Exception)): (?P<message>.+)$", re.M)
+MAX_LINE = 400
+
+
+def root_cause(exc: BaseException, where: str = "in Spark") -> tuple[str, str]:
+    """(the database's message with the column when known, where it happened); `where` for errors raised on the
+    driver's own connections."""
+    text = str(exc)
+    if (message := driver_message(exc)) is not None:
+        pass
+    elif m := _PYTHON_DB_ERROR.search(text):
+        message, where = m.group("message"), "in a Spark Python worker writing the staging table (COPY)"
+        if c := _PG_COPY_COLUMN.search(text):
+            message += f" (column {c.group('column')})"
+    elif m := _JAVA_DB_ERROR.search(text):
+        message, where = _CONNECTION_TAG.sub("", m.group("message")), "in a Spark JDBC task"
+    elif found := _PYTHON_ERROR.findall(text):
+        message, where = f"{found[-1][0]}: {found[-1][1]}", "in a Spark Python worker"
+    else:
+        message = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    message = _PG_CONTEXT.sub("", message).strip()
+    return (message[:MAX_LINE] + "…" if len(message) > MAX_LINE else message), where
