@@ -1,7 +1,10 @@
 """MySQL/MariaDB as a target: type mapping, staging, and `INSERT ... ON DUPLICATE KEY UPDATE`."""
 from __future__ import annotations
 
+import datetime as dt
 import json
+import math
+from decimal import Decimal
 from typing import Any, Callable
 
 from cdc_assets.core.batches import TableChanges
@@ -79,7 +82,7 @@ class MysqlSink(SqlSink):
         if column.kind == Kind.BIT and declared.startswith("bit"):
             return lambda v: int(v, 2)  # a bit string, not its characters' bytes
         if column.kind == Kind.ARRAY:
-            return lambda v: json.dumps(v, default=str)
+            return _json_array
         return None
 
     def relation_bytes(self, cursor, table: str, name: TableId) -> int:
@@ -94,6 +97,22 @@ class MysqlSink(SqlSink):
                         (table.namespace, table.name))
             names = {r[0] for r in cur.fetchall()}
         return names or None
+
+
+def _json_array(value: Any) -> str:
+    """A PostgreSQL array (nested lists) as the text `to_json(col)` gives the snapshot: compact, characters
+    unescaped, numbers as numbers, temporal values in ISO 8601 (MariaDB's JSON keeps the text as written)."""
+    if isinstance(value, list):
+        return "[" + ",".join(_json_array(v) for v in value) + "]"
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, int) or (isinstance(value, Decimal) and value.is_finite()):
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return repr(value)
+    if isinstance(value, (dt.date, dt.time)):  # dt.datetime is a dt.date
+        return json.dumps(value.isoformat())
+    return json.dumps(value if isinstance(value, str) else str(value), ensure_ascii=False)
 
 
 def postgres_to_mysql(column: Column) -> str:

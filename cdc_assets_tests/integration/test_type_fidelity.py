@@ -1,13 +1,17 @@
-"""Type fidelity matrix: after a snapshot, every value reads back equal on the target, in all four
-directions. Where no lossless mapping exists the README documents it and `CONVERTED` names the conversion
-this test applies before comparing (and nothing else is converted)."""
+"""Type fidelity matrix, in all four directions: after a snapshot every value reads back equal on the target,
+and the same values written again through the log (an INSERT and an UPDATE of every column) render on the target
+as exactly the text the snapshot's copy renders. Where no lossless mapping exists the README documents it and
+`CONVERTED` names the conversion this test applies before comparing (and nothing else is converted)."""
 import datetime as dt
 import json
+import re
 import struct
 import uuid
+from decimal import Decimal
 
 import pytest
 
+from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
@@ -31,6 +35,9 @@ MYSQL_ROWS = [
     " '1000-01-01', '1000-01-01 00:00:00.000000', '1970-01-01 00:00:01.000001', '-838:59:59.000000', 1901,"
     " '[]', 'a', '', b'0000000001', FALSE)",
     "(3," + ", ".join(["NULL"] * 28) + ")",
+    "(4, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0.5, -0.0, -0.0, 'a', 'tab\there', 'line\nbreak \\\\ back', X'61', X'00', X'00',"
+    " '2024-02-29', '2024-02-29 12:00:00.5', '2000-01-01 00:00:00', '-00:00:01.500000', 2000,"
+    " '{\"k\": 1.5e3}', 'b', 'y', b'0', 2)",
 ]
 
 PG_DDL = """CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
@@ -48,6 +55,16 @@ PG_ROWS = [
     " '', '', '', '\\x', '1000-01-01', '1000-01-01 00:00:00', '1970-01-01 00:00:01.000001+00', '00:00:00',"
     " '-3 days -00:00:01', '[]', '{}', '00000000-0000-0000-0000-000000000000', '{}', '{}', FALSE, B'0000000001', 'sad')",
     "(3," + ", ".join(["NULL"] * 24) + ")",
+    "(4, 0, 0, 0, 0, 0, '-0', '-0', 'a', 'x', E'tab\\there', '\\x00', '2000-02-29', '2000-02-29 12:00:00.5',"
+    " '2000-02-29 12:00:00.5+02', '24:00:00', '-1 mons +2 days -00:00:03.5', 'null', '\"s\"',"
+    " 'ffffffff-ffff-ffff-ffff-ffffffffffff', '{NULL,1}', '{\"NULL\",NULL}', TRUE, B'0000000000', 'ok')",
+]
+# Values no MySQL column holds (README "Type mapping"): PostgreSQL -> PostgreSQL only.
+PG_ONLY_ROWS = [
+    "(5, NULL, NULL, NULL, 'NaN', 'NaN', 'NaN', 'Infinity', NULL, NULL, NULL, NULL, 'infinity', '-infinity',"
+    " 'infinity', '24:00:00', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+    "(6, NULL, NULL, NULL, NULL, NULL, '-Infinity', '-Infinity', NULL, NULL, NULL, NULL, '-infinity', 'infinity',"
+    " '-infinity', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
 ]
 
 # Conversions for the cross-engine directions, each a documented mapping (README "Type mapping").
@@ -60,18 +77,18 @@ JSON_COLUMNS = {"js", "jb", "ia", "ta"}
 def canonical(name: str, value):
     if value is None:
         return None
+    if isinstance(value, (float, Decimal)) and value != value:
+        return "NaN"  # equal to itself, as a stored NaN is
     if isinstance(value, memoryview):
         value = bytes(value)
     if name in FLOAT32_COLUMNS:
         return struct.unpack("f", struct.pack("f", value))[0]
     if name in BIT_COLUMNS and isinstance(value, bytes):
         return format(int.from_bytes(value, "big"), "010b")  # MySQL returns BIT as bytes, PostgreSQL as '0101'
-    if name in JSON_COLUMNS:
-        return json.dumps(json.loads(value) if isinstance(value, str) else value, sort_keys=True)
+    if name in JSON_COLUMNS:  # equal as JSON: key order, spacing and number spelling (1.5e3, 1500) aside
+        return json.loads(value, parse_float=Decimal, parse_int=Decimal)
     if isinstance(value, dt.datetime) and value.tzinfo is not None:
         return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-    if isinstance(value, dt.time):  # PostgreSQL time -> MySQL TIME (timedelta)
-        return dt.timedelta(hours=value.hour, minutes=value.minute, seconds=value.second, microseconds=value.microsecond)
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, bool):
@@ -85,37 +102,43 @@ def read_table(conn, table_sql: str):
         names = [d[0] for d in cur.description]
         if table_sql.startswith("`"):
             select = ", ".join(f"CAST(`{n}` AS DOUBLE)" if n in FLOAT32_COLUMNS else f"`{n}`" for n in names)
-        else:
-            select = "*"
+        else:  # JSON as its text, as MySQL returns it (psycopg2 would parse it); time as a duration (24:00 kept)
+            select = ", ".join(f'to_json("{n}")::text' if n in JSON_COLUMNS else f'"{n}"::interval' if n == "tm"
+                               else f'"{n}"' for n in names)
         cur.execute(f"SELECT {select} FROM {table_sql} ORDER BY id")
         rows = cur.fetchall()
     return [{n: canonical(n, v) for n, v in zip(names, row)} for row in rows]
 
 
-@pytest.fixture
-def source(request, servers, unique_name):
-    kind = request.param
+DIRECTIONS = [("mysql", "postgres"), ("postgres", "postgres"), ("mysql", "mysql"), ("postgres", "mysql")]
+
+
+def seed_statements(kind: str, target_kind: str) -> tuple[list[str], list[str], str]:
+    """DDL and rows for the source: the matrix rows 1..n, then rows 201..200+n holding the matrix shifted by
+    one (row 201 has row 2's values, ..., row 200+n row 1's), which the log's UPDATE rewrites. Returns the
+    seed, the rows, and the table's SQL name."""
     if kind == "mysql":
-        seed, table, sql = [MYSQL_DDL, "INSERT INTO types_t VALUES " + ", ".join(MYSQL_ROWS)], f"{unique_name}.types_t", "types_t"
+        ddl, rows, sql = [MYSQL_DDL], MYSQL_ROWS, "types_t"
     else:
-        seed, table, sql = ["CREATE SCHEMA app", PG_DDL, "INSERT INTO app.types_t VALUES " + ", ".join(PG_ROWS)], \
-            "app.types_t", "app.types_t"
-    with source_database(servers, kind, unique_name, seed) as conn:
-        yield kind, unique_name, table, conn, sql
+        ddl, rows, sql = ["CREATE SCHEMA app", PG_DDL], PG_ROWS + (PG_ONLY_ROWS if target_kind == "postgres" else []), \
+            "app.types_t"
+    shifted = [with_id(rows[k % len(rows)], 201 + k - 1) for k in range(1, len(rows) + 1)]
+    return [*ddl, f"INSERT INTO {sql} VALUES " + ", ".join(rows + shifted)], rows, sql
 
 
-def snapshot(tmp_path, servers, spark, source, target_kind, target_db):
-    kind, db, table, _, _ = source
+def with_id(row: str, new_id: int) -> str:
+    return re.sub(r"^\(\d+", f"({new_id}", row)
+
+
+def snapshot(tmp_path, servers, spark, kind, db, table, target_kind, target_db, rows: int) -> TaskRuntime:
     config = config_for(tmp_path, servers, task_id="types", source=kind, source_db=db, tables=[table],
                         target=target_kind, target_db=target_db, snapshot={"split_size": 2})
     rt = TaskRuntime(config)
     rt.adopt_spark(spark)
-    try:
-        [tp] = ensure_plans(rt)
-        results = snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
-    finally:
-        rt.close(stop_spark=False)
-    assert sum(r.rows for r in results) == 3
+    [tp] = ensure_plans(rt)
+    results = snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+    assert sum(r.rows for r in results) == rows
+    return rt
 
 
 def target_conn(servers, target_kind, target_db):
@@ -126,25 +149,85 @@ def target_conn(servers, target_kind, target_db):
     return servers.mariadb.connect(target_db)
 
 
-@pytest.mark.parametrize("source, target_kind", [
-    ("mysql", "postgres"), ("postgres", "postgres"), ("mysql", "mysql"), ("postgres", "mysql"),
-], indirect=["source"])
-def test_values_survive_the_snapshot(tmp_path, servers, spark, unique_name, source, target_kind):
-    kind, db, table, src_conn, src_sql = source
+def through_the_log(conn, kind: str, sql: str, rows: list[str]) -> None:
+    """The matrix again, written by the log: the same rows inserted under ids 101..100+n, and one UPDATE
+    rewriting every column of rows 201..200+n with the values of rows 1..n."""
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT * FROM {sql} WHERE 1 = 0")
+        columns = [d[0] for d in cur.description if d[0] != "id"]
+        cur.execute(f"INSERT INTO {sql} VALUES " + ", ".join(with_id(r, 101 + i) for i, r in enumerate(rows)))
+        if kind == "mysql":
+            sets = ", ".join(f"a.`{c}` = b.`{c}`" for c in columns)
+            cur.execute(f"UPDATE {sql} a JOIN {sql} b ON a.id = b.id + 200 SET {sets}")
+        else:
+            sets = ", ".join(f'"{c}" = b."{c}"' for c in columns)
+            cur.execute(f"UPDATE {sql} a SET {sets} FROM {sql} b WHERE a.id = b.id + 200")
+
+
+def texts(conn, dialect: str, namespace: str, name: str) -> dict[int, dict[str, str | None]]:
+    """Every row's columns as the server renders them as text: PostgreSQL `col::text`; MySQL `CAST(col AS
+    CHAR)`, binary as HEX, BIT as its bit string, FLOAT at double precision (CHAR would show 6 digits)."""
+    with conn.cursor() as cur:
+        if dialect == "postgres":
+            cur.execute("SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
+                        "AND NOT attisdropped ORDER BY attnum", (f'"{namespace}"."{name}"',))
+            columns = [(r[0], f'"{r[0]}"::text') for r in cur.fetchall()]
+            table = f'"{namespace}"."{name}"'
+        else:
+            cur.execute("SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
+                        "AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (namespace, name))
+            columns = [(n, mysql_text(n, t.lower())) for n, t in cur.fetchall()]
+            table = f"`{namespace}`.`{name}`"
+        cur.execute(f"SELECT id, {', '.join(expr for _, expr in columns)} FROM {table} ORDER BY 1")
+        return {row[0]: dict(zip([n for n, _ in columns], row[1:])) for row in cur.fetchall()}
+
+
+def mysql_text(name: str, data_type: str) -> str:
+    if "blob" in data_type or "binary" in data_type:
+        return f"HEX(`{name}`)"
+    if data_type == "bit":
+        return f"BIN(`{name}`)"
+    if data_type == "float":
+        return f"CAST(CAST(`{name}` AS DOUBLE) AS CHAR)"
+    return f"CAST(`{name}` AS CHAR)"
+
+
+@pytest.mark.parametrize("kind, target_kind", DIRECTIONS)
+def test_values_survive_the_snapshot_and_the_log(tmp_path, servers, spark, unique_name, kind, target_kind):
+    """The snapshot writes every value equal to the source's; the log then writes each value again (an INSERT
+    and an UPDATE of every column) and the target renders it as the very text the snapshot's copy renders."""
+    seed, rows, src_sql = seed_statements(kind, target_kind)
+    table = f"{unique_name}.types_t" if kind == "mysql" else "app.types_t"
+    namespace, name = table.split(".")
     target_db = f"{unique_name}_to_{target_kind}"
-    tgt = target_conn(servers, target_kind, target_db)
-    snapshot(tmp_path, servers, spark, source, target_kind, target_db)
-    ns, name = table.split(".")
-    tgt_sql = f'"{ns}"."{name}"' if target_kind == "postgres" else f"`{ns}`.`{name}`"
-    expected = read_table(src_conn, src_sql if kind == "postgres" else f"`{db}`.`types_t`")
-    actual = read_table(tgt, tgt_sql)
-    if (kind, target_kind) == ("postgres", "mysql"):
-        expected = postgres_to_mysql_expected(src_conn, expected)
-    assert len(actual) == 3
-    for exp, act in zip(expected, actual):
-        for column in exp:
-            assert act[column] == exp[column], f"{kind}->{target_kind} row {exp['id']} column {column}"
-    tgt.close()
+    with source_database(servers, kind, unique_name, seed) as src_conn:
+        tgt = target_conn(servers, target_kind, target_db)
+        rt = snapshot(tmp_path, servers, spark, kind, unique_name, table, target_kind, target_db, 2 * len(rows))
+        try:
+            tgt_sql = f'"{namespace}"."{name}"' if target_kind == "postgres" else f"`{namespace}`.`{name}`"
+            expected = read_table(src_conn, src_sql if kind == "postgres" else f"`{unique_name}`.`types_t`")
+            actual = read_table(tgt, tgt_sql)
+            if (kind, target_kind) == ("postgres", "mysql"):
+                expected = postgres_to_mysql_expected(src_conn, expected)
+            assert len(actual) == len(expected) == 2 * len(rows)
+            for exp, act in zip(expected, actual):
+                for column in exp:
+                    assert act[column] == exp[column], f"{kind}->{target_kind} row {exp['id']} column {column}"
+
+            through_the_log(src_conn, kind, src_sql, rows)
+            report = sync(rt, until_caught_up=True)
+            assert report.events >= len(rows)
+        finally:
+            rt.close(stop_spark=False)
+        written = texts(tgt, target_kind, namespace, name)
+        differ = [f"row {i} ({via}) column {c}: {got!r}, the snapshot wrote {want!r}"
+                  for i in range(1, len(rows) + 1) for via, j in (("insert", 100 + i), ("update", 200 + i))
+                  for c, want in written[i].items() if c != "id" and (got := written[j][c]) != want]
+        assert not differ, f"{kind}->{target_kind}: the log wrote other text than the snapshot:\n" + "\n".join(differ)
+        if kind == target_kind:  # same engine: every row, snapshot or log, renders as the source renders it
+            source_texts = texts(src_conn, kind, namespace if kind == "mysql" else "app", name)
+            assert written == source_texts
+        tgt.close()
 
 
 def postgres_to_mysql_expected(src_conn, rows):
