@@ -38,7 +38,7 @@ class MysqlSink(SqlSink):
         return declared
 
     def load_expr(self, t: Transport, staged: str) -> str:
-        if t.as_text and t.column.kind == Kind.BIT:
+        if t.as_text and t.column.kind == Kind.BIT and self.column_type(t.column, False).startswith("bit"):
             return f"CAST(CONV({staged}, 2, 10) AS UNSIGNED)"  # a bit string, not its characters' bytes
         return staged  # MySQL parses text into temporal, JSON, ENUM/SET and DECIMAL columns on insert
 

@@ -9,6 +9,7 @@ import struct
 import uuid
 from decimal import Decimal
 
+import pymysql
 import pytest
 
 from cdc_assets.engine.incremental import sync
@@ -44,27 +45,29 @@ PG_DDL = """CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
 CREATE TABLE app.types_t (
   id INT PRIMARY KEY, sm SMALLINT, i INT, bi BIGINT, num NUMERIC(65,30), numu NUMERIC, r REAL, dp DOUBLE PRECISION,
   ch CHAR(10), vc VARCHAR(100), tx TEXT, byt BYTEA, dte DATE, ts TIMESTAMP(6), tstz TIMESTAMPTZ(6), tm TIME(6),
-  iv INTERVAL, js JSON, jb JSONB, uu UUID, ia INT[], ta TEXT[], bo BOOLEAN, bt BIT(10), mo mood)"""
+  iv INTERVAL, js JSON, jb JSONB, uu UUID, ia INT[], ta TEXT[], bo BOOLEAN, bt BIT(10), mo mood, bv BIT VARYING)"""
 PG_ROWS = [
     "(1, 32767, 2147483647, 9223372036854775807, '12345678901234567890123456789012345.123456789012345678901234567891',"
     " 123456789.123456789, 3.4028235e38, 1.7976931348623157e308, 'abc', 'emoji 🚀 and ünïcode', repeat('long text ', 500),"
     " '\\x00ff10ab', '9999-12-31', '9999-12-31 23:59:59.999999', '2038-01-19 03:14:07.999999+00', '23:59:59.999999',"
     " '1 year 2 mons 3 days 04:05:06.789', '{\"a\": [1, 2]}', '{\"b\": {\"c\": \"🚀\"}}', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',"
-    " '{1,2,3}', '{\"x\",\"y z\"}', TRUE, B'1010101010', 'happy')",
+    " '{1,2,3}', '{\"x\",\"y z\"}', TRUE, B'1010101010', 'happy', B'101')",
     "(2, -32768, -2147483648, -9223372036854775808, '-0.000000000000000000000000000001', -0.5, -1.17549435e-38, 5e-324,"
     " '', '', '', '\\x', '1000-01-01', '1000-01-01 00:00:00', '1970-01-01 00:00:01.000001+00', '00:00:00',"
-    " '-3 days -00:00:01', '[]', '{}', '00000000-0000-0000-0000-000000000000', '{}', '{}', FALSE, B'0000000001', 'sad')",
-    "(3," + ", ".join(["NULL"] * 24) + ")",
+    " '-3 days -00:00:01', '[]', '{}', '00000000-0000-0000-0000-000000000000', '{}', '{}', FALSE, B'0000000001', 'sad',"
+    " B'')",
+    "(3," + ", ".join(["NULL"] * 25) + ")",
     "(4, 0, 0, 0, 0, 0, '-0', '-0', 'a', 'x', E'tab\\there', '\\x00', '2000-02-29', '2000-02-29 12:00:00.5',"
     " '2000-02-29 12:00:00.5+02', '24:00:00', '-1 mons +2 days -00:00:03.5', 'null', '\"s\"',"
-    " 'ffffffff-ffff-ffff-ffff-ffffffffffff', '{NULL,1}', '{\"NULL\",NULL}', TRUE, B'0000000000', 'ok')",
+    " 'ffffffff-ffff-ffff-ffff-ffffffffffff', '{NULL,1}', '{\"NULL\",NULL}', TRUE, B'0000000000', 'ok',"
+    " B'0' || repeat('1', 69)::varbit)",
 ]
 # Values no MySQL column holds (README "Type mapping"): PostgreSQL -> PostgreSQL only.
 PG_ONLY_ROWS = [
     "(5, NULL, NULL, NULL, 'NaN', 'NaN', 'NaN', 'Infinity', NULL, NULL, NULL, NULL, 'infinity', '-infinity',"
-    " 'infinity', '24:00:00', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+    " 'infinity', '24:00:00', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
     "(6, NULL, NULL, NULL, NULL, NULL, '-Infinity', '-Infinity', NULL, NULL, NULL, NULL, '-infinity', 'infinity',"
-    " '-infinity', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+    " '-infinity', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
 ]
 
 # Conversions for the cross-engine directions, each a documented mapping (README "Type mapping").
@@ -135,8 +138,12 @@ def snapshot(tmp_path, servers, spark, kind, db, table, target_kind, target_db, 
                         target=target_kind, target_db=target_db, snapshot={"split_size": 2})
     rt = TaskRuntime(config)
     rt.adopt_spark(spark)
-    [tp] = ensure_plans(rt)
-    results = snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+    try:
+        [tp] = ensure_plans(rt)
+        results = snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+    except BaseException:
+        rt.close(stop_spark=False)
+        raise
     assert sum(r.rows for r in results) == rows
     return rt
 
@@ -227,6 +234,30 @@ def test_values_survive_the_snapshot_and_the_log(tmp_path, servers, spark, uniqu
         if kind == target_kind:  # same engine: every row, snapshot or log, renders as the source renders it
             source_texts = texts(src_conn, kind, namespace if kind == "mysql" else "app", name)
             assert written == source_texts
+        tgt.close()
+
+
+@pytest.mark.parametrize("path", ["snapshot", "log"])
+def test_an_infinite_timestamp_stops_a_mysql_target(tmp_path, servers, spark, unique_name, path):
+    """README "Type mapping": MySQL has no infinite DATETIME. The snapshot and the log both stop on it with the
+    server's error naming the column, rather than writing NULL or 9999-12-31."""
+    seed = ["CREATE SCHEMA app", "CREATE TABLE app.inf_t (id INT PRIMARY KEY, tstz TIMESTAMPTZ(6))",
+            "INSERT INTO app.inf_t VALUES (1, '2024-01-01 00:00:00+00')"]
+    infinite = "INSERT INTO app.inf_t VALUES (2, 'infinity')"
+    with source_database(servers, "postgres", unique_name, seed + ([infinite] if path == "snapshot" else [])) as conn:
+        tgt = target_conn(servers, "mysql", f"{unique_name}_to_mysql")
+        refused = "Incorrect datetime value: 'infinity' for column .*tstz"
+        with pytest.raises(pymysql.err.OperationalError, match=refused):
+            rt = snapshot(tmp_path, servers, spark, "postgres", unique_name, "app.inf_t", "mysql",
+                          f"{unique_name}_to_mysql", 2 if path == "snapshot" else 1)
+            try:
+                if path == "log":
+                    with conn.cursor() as cur:
+                        cur.execute(infinite)
+                    sync(rt, until_caught_up=True)
+            finally:
+                rt.close(stop_spark=False)
+        assert texts(tgt, "mysql", "app", "inf_t") in ({}, {1: {"id": "1", "tstz": "2024-01-01 00:00:00.000000"}})
         tgt.close()
 
 
