@@ -5,6 +5,7 @@ as exactly the text the snapshot's copy renders. Where no lossless mapping exist
 import datetime as dt
 import json
 import re
+import secrets
 import struct
 import uuid
 from decimal import Decimal
@@ -41,6 +42,7 @@ MYSQL_ROWS = [
     " '{\"k\": 1.5e3}', 'b', 'y', b'0', 2)",
 ]
 
+BIG = secrets.token_hex(20_000)  # incompressible: PostgreSQL TOASTs it, and leaves it out of an update not changing it
 PG_DDL = """CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
 CREATE TABLE app.types_t (
   id INT PRIMARY KEY, sm SMALLINT, i INT, bi BIGINT, num NUMERIC(65,30), numu NUMERIC, r REAL, dp DOUBLE PRECISION,
@@ -48,7 +50,7 @@ CREATE TABLE app.types_t (
   iv INTERVAL, js JSON, jb JSONB, uu UUID, ia INT[], ta TEXT[], bo BOOLEAN, bt BIT(10), mo mood, bv BIT VARYING)"""
 PG_ROWS = [
     "(1, 32767, 2147483647, 9223372036854775807, '12345678901234567890123456789012345.123456789012345678901234567891',"
-    " 123456789.123456789, 3.4028235e38, 1.7976931348623157e308, 'abc', 'emoji 🚀 and ünïcode', repeat('long text ', 500),"
+    " 123456789.123456789, 3.4028235e38, 1.7976931348623157e308, 'abc', 'emoji 🚀 and ünïcode', '" + BIG + "',"
     " '\\x00ff10ab', '9999-12-31', '9999-12-31 23:59:59.999999', '2038-01-19 03:14:07.999999+00', '23:59:59.999999',"
     " '1 year 2 mons 3 days 04:05:06.789', '{\"a\": [1, 2]}', '{\"b\": {\"c\": \"🚀\"}}', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',"
     " '{1,2,3}', '{\"x\",\"y z\"}', TRUE, B'1010101010', 'happy', B'101')",
@@ -117,16 +119,17 @@ DIRECTIONS = [("mysql", "postgres"), ("postgres", "postgres"), ("mysql", "mysql"
 
 
 def seed_statements(kind: str, target_kind: str) -> tuple[list[str], list[str], str]:
-    """DDL and rows for the source: the matrix rows 1..n, then rows 201..200+n holding the matrix shifted by
-    one (row 201 has row 2's values, ..., row 200+n row 1's), which the log's UPDATE rewrites. Returns the
-    seed, the rows, and the table's SQL name."""
+    """DDL and rows for the source: the matrix rows 1..n; rows 201..200+n holding the matrix shifted by one
+    (row 201 has row 2's values, ..., row 200+n row 1's); rows 301..300+n, copies of rows 1..n. The log rewrites
+    the last two sets. Returns the seed, the rows, and the table's SQL name."""
     if kind == "mysql":
         ddl, rows, sql = [MYSQL_DDL], MYSQL_ROWS, "types_t"
     else:
         ddl, rows, sql = ["CREATE SCHEMA app", PG_DDL], PG_ROWS + (PG_ONLY_ROWS if target_kind == "postgres" else []), \
             "app.types_t"
     shifted = [with_id(rows[k % len(rows)], 201 + k - 1) for k in range(1, len(rows) + 1)]
-    return [*ddl, f"INSERT INTO {sql} VALUES " + ", ".join(rows + shifted)], rows, sql
+    copies = [with_id(row, 301 + i) for i, row in enumerate(rows)]
+    return [*ddl, f"INSERT INTO {sql} VALUES " + ", ".join(rows + shifted + copies)], rows, sql
 
 
 def with_id(row: str, new_id: int) -> str:
@@ -157,18 +160,25 @@ def target_conn(servers, target_kind, target_db):
 
 
 def through_the_log(conn, kind: str, sql: str, rows: list[str]) -> None:
-    """The matrix again, written by the log: the same rows inserted under ids 101..100+n, and one UPDATE
-    rewriting every column of rows 201..200+n with the values of rows 1..n."""
+    """The matrix again, written by the log, each statement its own transaction: the same rows inserted under
+    ids 101..100+n; an UPDATE rewriting every column of rows 201..200+n with the values of rows 1..n; an UPDATE
+    giving rows 301..300+n every column but `tx` of the next row (row 301 those of row 2, ..., row 300+n those
+    of row 1). PostgreSQL leaves row 301's TOASTed `tx` out of it: a partial row, of which the sink writes only
+    the columns it carries."""
+    n = len(rows)
     with conn.cursor() as cur:
         cur.execute(f"SELECT * FROM {sql} WHERE 1 = 0")
         columns = [d[0] for d in cur.description if d[0] != "id"]
         cur.execute(f"INSERT INTO {sql} VALUES " + ", ".join(with_id(r, 101 + i) for i, r in enumerate(rows)))
-        if kind == "mysql":
-            sets = ", ".join(f"a.`{c}` = b.`{c}`" for c in columns)
-            cur.execute(f"UPDATE {sql} a JOIN {sql} b ON a.id = b.id + 200 SET {sets}")
-        else:
-            sets = ", ".join(f'"{c}" = b."{c}"' for c in columns)
-            cur.execute(f"UPDATE {sql} a SET {sets} FROM {sql} b WHERE a.id = b.id + 200")
+        for first, source_id, names in ((201, "a.id - 200", columns),
+                                        (301, f"(a.id - 300) % {n} + 1", [c for c in columns if c != "tx"])):
+            match = f"a.id BETWEEN {first} AND {first + n - 1} AND b.id = {source_id}"
+            if kind == "mysql":
+                sets = ", ".join(f"a.`{c}` = b.`{c}`" for c in names)
+                cur.execute(f"UPDATE {sql} a JOIN {sql} b ON {match} SET {sets}")
+            else:
+                sets = ", ".join(f'"{c}" = b."{c}"' for c in names)
+                cur.execute(f"UPDATE {sql} a SET {sets} FROM {sql} b WHERE {match}")
 
 
 def texts(conn, dialect: str, namespace: str, name: str) -> dict[int, dict[str, str | None]]:
@@ -209,14 +219,14 @@ def test_values_survive_the_snapshot_and_the_log(tmp_path, servers, spark, uniqu
     target_db = f"{unique_name}_to_{target_kind}"
     with source_database(servers, kind, unique_name, seed) as src_conn:
         tgt = target_conn(servers, target_kind, target_db)
-        rt = snapshot(tmp_path, servers, spark, kind, unique_name, table, target_kind, target_db, 2 * len(rows))
+        rt = snapshot(tmp_path, servers, spark, kind, unique_name, table, target_kind, target_db, 3 * len(rows))
         try:
             tgt_sql = f'"{namespace}"."{name}"' if target_kind == "postgres" else f"`{namespace}`.`{name}`"
             expected = read_table(src_conn, src_sql if kind == "postgres" else f"`{unique_name}`.`types_t`")
             actual = read_table(tgt, tgt_sql)
             if (kind, target_kind) == ("postgres", "mysql"):
                 expected = postgres_to_mysql_expected(src_conn, expected)
-            assert len(actual) == len(expected) == 2 * len(rows)
+            assert len(actual) == len(expected) == 3 * len(rows)
             for exp, act in zip(expected, actual):
                 for column in exp:
                     assert act[column] == exp[column], f"{kind}->{target_kind} row {exp['id']} column {column}"
@@ -227,9 +237,12 @@ def test_values_survive_the_snapshot_and_the_log(tmp_path, servers, spark, uniqu
         finally:
             rt.close(stop_spark=False)
         written = texts(tgt, target_kind, namespace, name)
+        n = len(rows)
         differ = [f"row {i} ({via}) column {c}: {got!r}, the snapshot wrote {want!r}"
-                  for i in range(1, len(rows) + 1) for via, j in (("insert", 100 + i), ("update", 200 + i))
-                  for c, want in written[i].items() if c != "id" and (got := written[j][c]) != want]
+                  for i in range(1, n + 1) for c, want in written[i].items() if c != "id"
+                  for via, j in (("insert", 100 + i), ("update", 200 + i),
+                                 ("update without tx", 300 + i if c == "tx" else 300 + (i - 2) % n + 1))
+                  if (got := written[j][c]) != want]
         assert not differ, f"{kind}->{target_kind}: the log wrote other text than the snapshot:\n" + "\n".join(differ)
         if kind == target_kind:  # same engine: every row, snapshot or log, renders as the source renders it
             source_texts = texts(src_conn, kind, namespace if kind == "mysql" else "app", name)
