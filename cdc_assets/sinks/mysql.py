@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 from decimal import Decimal
 from typing import Any, Callable
 
@@ -19,6 +20,7 @@ _FROM_POSTGRES = {
     Kind.INTERVAL: "varchar(255)", Kind.OTHER: "longtext",
 }
 _INTS = {16: "smallint", 32: "int", 64: "bigint"}
+_TRAILING_ZEROS = re.compile(r"(\.\d*?)0+(?=\D|$)")  # of a fraction of a second
 
 
 class MysqlSink(SqlSink):
@@ -110,8 +112,8 @@ def _json_array(value: Any) -> str:
         return str(value)
     if isinstance(value, float) and math.isfinite(value):
         return repr(value)
-    if isinstance(value, (dt.date, dt.time)):  # dt.datetime is a dt.date
-        return json.dumps(value.isoformat())
+    if isinstance(value, (dt.date, dt.time)):  # dt.datetime is a dt.date; to_json drops trailing zeros
+        return json.dumps(_TRAILING_ZEROS.sub(r"\1", value.isoformat()))
     return json.dumps(value if isinstance(value, str) else str(value), ensure_ascii=False)
 
 

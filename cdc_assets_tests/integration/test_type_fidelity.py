@@ -47,36 +47,39 @@ PG_DDL = """CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
 CREATE TABLE app.types_t (
   id INT PRIMARY KEY, sm SMALLINT, i INT, bi BIGINT, num NUMERIC(65,30), numu NUMERIC, r REAL, dp DOUBLE PRECISION,
   ch CHAR(10), vc VARCHAR(100), tx TEXT, byt BYTEA, dte DATE, ts TIMESTAMP(6), tstz TIMESTAMPTZ(6), tm TIME(6),
-  iv INTERVAL, js JSON, jb JSONB, uu UUID, ia INT[], ta TEXT[], bo BOOLEAN, bt BIT(10), mo mood, bv BIT VARYING)"""
+  iv INTERVAL, js JSON, jb JSONB, uu UUID, ia INT[], ta TEXT[], bo BOOLEAN, bt BIT(10), mo mood, bv BIT VARYING,
+  da DATE[], tsa TIMESTAMPTZ[])"""
 PG_ROWS = [
     "(1, 32767, 2147483647, 9223372036854775807, '12345678901234567890123456789012345.123456789012345678901234567891',"
     " 123456789.123456789, 3.4028235e38, 1.7976931348623157e308, 'abc', 'emoji 🚀 and ünïcode', '" + BIG + "',"
     " '\\x00ff10ab', '9999-12-31', '9999-12-31 23:59:59.999999', '2038-01-19 03:14:07.999999+00', '23:59:59.999999',"
     " '1 year 2 mons 3 days 04:05:06.789', '{\"a\": [1, 2]}', '{\"b\": {\"c\": \"🚀\"}}', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',"
-    " '{1,2,3}', '{\"x\",\"y z\"}', TRUE, B'1010101010', 'happy', B'101')",
+    " '{1,2,3}', '{\"x\",\"y z\"}', TRUE, B'1010101010', 'happy', B'101', '{2024-02-29,9999-12-31}',"
+    " '{\"2000-02-29 12:00:00.5+02\",\"1970-01-01 00:00:00+00\"}')",
     "(2, -32768, -2147483648, -9223372036854775808, '-0.000000000000000000000000000001', -0.5, -1.17549435e-38, 5e-324,"
     " '', '', '', '\\x', '1000-01-01', '1000-01-01 00:00:00', '1970-01-01 00:00:01.000001+00', '00:00:00',"
     " '-3 days -00:00:01', '[]', '{}', '00000000-0000-0000-0000-000000000000', '{}', '{}', FALSE, B'0000000001', 'sad',"
-    " B'')",
-    "(3," + ", ".join(["NULL"] * 25) + ")",
+    " B'', '{}', '{}')",
+    "(3," + ", ".join(["NULL"] * 27) + ")",
     "(4, 0, 0, 0, 0, 0, '-0', '-0', 'a', 'x', E'tab\\there', '\\x00', '2000-02-29', '2000-02-29 12:00:00.5',"
     " '2000-02-29 12:00:00.5+02', '24:00:00', '-1 mons +2 days -00:00:03.5', 'null', '\"s\"',"
     " 'ffffffff-ffff-ffff-ffff-ffffffffffff', '{NULL,1}', '{\"NULL\",NULL}', TRUE, B'0000000000', 'ok',"
-    " B'0' || repeat('1', 69)::varbit)",
+    " B'0' || repeat('1', 69)::varbit, '{NULL}', '{\"2038-01-19 03:14:07.999999+00\"}')",
 ]
 # Values no MySQL column holds (README "Type mapping"): PostgreSQL -> PostgreSQL only.
 PG_ONLY_ROWS = [
     "(5, NULL, NULL, NULL, 'NaN', 'NaN', 'NaN', 'Infinity', NULL, NULL, NULL, NULL, 'infinity', '-infinity',"
-    " 'infinity', '24:00:00', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+    " 'infinity', '24:00:00', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+    " '{infinity,-infinity,2024-01-01}', '{infinity,\"2020-01-01 00:00:00+00\"}')",
     "(6, NULL, NULL, NULL, NULL, NULL, '-Infinity', '-Infinity', NULL, NULL, NULL, NULL, '-infinity', 'infinity',"
-    " '-infinity', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+    " '-infinity', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
 ]
 
 # Conversions for the cross-engine directions, each a documented mapping (README "Type mapping").
 BIT_COLUMNS = {"bt"}
 # MySQL's text protocol prints FLOAT with 6 digits; read it as DOUBLE and compare single-precision values.
 FLOAT32_COLUMNS = {"f", "r"}
-JSON_COLUMNS = {"js", "jb", "ia", "ta"}
+JSON_COLUMNS = {"js", "jb", "ia", "ta", "da", "tsa"}
 
 
 def canonical(name: str, value):
