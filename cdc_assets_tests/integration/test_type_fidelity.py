@@ -1,7 +1,7 @@
 """Type fidelity matrix, in all four directions: after a snapshot every value reads back equal on the target,
 and the same values written again through the log (an INSERT and an UPDATE of every column) render on the target
 as exactly the text the snapshot's copy renders. Where no lossless mapping exists the README documents it and
-`CONVERTED` names the conversion this test applies before comparing (and nothing else is converted)."""
+the column sets below name the conversion this test applies before comparing (and nothing else is converted)."""
 import datetime as dt
 import json
 import re
