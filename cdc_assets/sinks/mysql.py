@@ -1,7 +1,11 @@
 """MySQL/MariaDB as a target: type mapping, staging, and `INSERT ... ON DUPLICATE KEY UPDATE`."""
 from __future__ import annotations
 
+import datetime as dt
 import json
+import math
+import re
+from decimal import Decimal
 from functools import cached_property
 from typing import Any, Callable
 
@@ -18,6 +22,7 @@ _FROM_POSTGRES = {
     Kind.INTERVAL: "varchar(255)", Kind.OTHER: "longtext",
 }
 _INTS = {16: "smallint", 32: "int", 64: "bigint"}
+_TRAILING_ZEROS = re.compile(r"(\.\d*?)0+(?=\D|$)")  # of a fraction of a second
 
 
 class MysqlSink(SqlSink):
@@ -71,7 +76,7 @@ class MysqlSink(SqlSink):
                 f"{self.column_type(column, True)} NOT NULL, or drop the target table so it is created from the source")
 
     def load_expr(self, t: Transport, staged: str) -> str:
-        if t.as_text and t.column.kind == Kind.BIT:
+        if t.as_text and t.column.kind == Kind.BIT and self.column_type(t.column, False).startswith("bit"):
             return f"CAST(CONV({staged}, 2, 10) AS UNSIGNED)"  # a bit string, not its characters' bytes
         return staged  # MySQL parses text into temporal, JSON, ENUM/SET and DECIMAL columns on insert
 
@@ -134,7 +139,7 @@ class MysqlSink(SqlSink):
         if column.kind == Kind.BIT and declared.startswith("bit"):
             return lambda v: int(v, 2)  # a bit string, not its characters' bytes
         if column.kind == Kind.ARRAY:
-            return lambda v: json.dumps(v, default=str)
+            return _json_array
         return None
 
     def relation_bytes(self, cursor, table: str, name: TableId) -> int:
@@ -149,6 +154,22 @@ class MysqlSink(SqlSink):
                         (table.namespace, table.name))
             names = {r[0] for r in cur.fetchall()}
         return names or None
+
+
+def _json_array(value: Any) -> str:
+    """A PostgreSQL array (nested lists) as the text `to_json(col)` gives the snapshot: compact, characters
+    unescaped, numbers as numbers, temporal values in ISO 8601 (MariaDB's JSON keeps the text as written)."""
+    if isinstance(value, list):
+        return "[" + ",".join(_json_array(v) for v in value) + "]"
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, int) or (isinstance(value, Decimal) and value.is_finite()):
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return repr(value)
+    if isinstance(value, (dt.date, dt.time)):  # dt.datetime is a dt.date; to_json drops trailing zeros
+        return json.dumps(_TRAILING_ZEROS.sub(r"\1", value.isoformat()))
+    return json.dumps(value if isinstance(value, str) else str(value), ensure_ascii=False)
 
 
 def postgres_to_mysql(column: Column) -> str:

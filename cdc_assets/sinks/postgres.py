@@ -44,8 +44,10 @@ class PostgresSink(SqlSink):
 
         def values(names) -> tuple[str, str]:
             # Explicit casts: the log's Python values (bit strings, JSON text, ints for booleans) become the
-            # column's type exactly as the snapshot's text would.
-            return (", ".join(self.q(n) for n in names), "(" + ", ".join(f"%s::{types[n]}" for n in names) + ")")
+            # column's type exactly as the snapshot's text would. CAST, not `::`: `-32768::smallint` parses as
+            # -(32768::smallint), out of range.
+            return (", ".join(self.q(n) for n in names),
+                    "(" + ", ".join(f"CAST(%s AS {types[n]})" for n in names) + ")")
 
         match = " AND ".join(f"t.{self.q(k)} = v.{self.q(k)}" for k in key)
         moves = self.plan_moves(cursor, schema, changes)
@@ -57,7 +59,7 @@ class PostgresSink(SqlSink):
         if changes.rows:
             names = [c.name for c in schema.columns]
             cols, template = values(names)
-            rows = [tuple(row.get(n) for n in names) for row in changes.rows.values()]
+            rows = [tuple(_param(row.get(n)) for n in names) for row in changes.rows.values()]
             execute_values(cursor, f"INSERT INTO {table} ({cols}) VALUES %s", rows, template=template,
                            page_size=len(rows))
         if moves.copies:
@@ -121,5 +123,11 @@ def _by_columns(partial: dict[tuple, dict], key: tuple[str, ...]) -> dict[tuple[
     for row in partial.values():
         names = (*key, *sorted(n for n in row if n not in key))
         if len(names) > len(key):
-            groups.setdefault(names, []).append(tuple(row[n] for n in names))
+            groups.setdefault(names, []).append(tuple(_param(row[n]) for n in names))
     return groups
+
+
+def _param(value):
+    """A float as its shortest exact text: psycopg2 renders -0.0 as the numeric literal -0.0, whose sign the
+    cast to real/double then loses (numeric has no negative zero)."""
+    return repr(value) if isinstance(value, float) else value

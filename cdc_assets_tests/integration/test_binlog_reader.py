@@ -115,10 +115,10 @@ ROWS = [
     " NULL, NULL)",
 ]
 # What a plain SELECT returns, except: BIT travels as the snapshot renders it (padded bit string, pymysql would
-# give bytes), and FLOAT as the exact single-precision value the snapshot reads as DOUBLE (pymysql would give
-# the 6-digit rendering 3.14).
-SELECT_AS_SNAPSHOT = ("SELECT id, i, u, d, v, e_s, b, bn, dt, ts, da, ti, t6, y, j, en, st, LPAD(BIN(bt), 10, '0') AS bt,"
-                      " CAST(f AS DOUBLE) AS f, db, uu FROM types_t ORDER BY id")
+# give bytes), FLOAT as the exact single-precision value the snapshot reads as DOUBLE (pymysql would give
+# the 6-digit rendering 3.14), and TIME as the snapshot's text (pymysql would give a timedelta).
+SELECT_AS_SNAPSHOT = ("SELECT id, i, u, d, v, e_s, b, bn, dt, ts, da, CAST(ti AS CHAR) AS ti, CAST(t6 AS CHAR) AS t6, y,"
+                      " j, en, st, LPAD(BIN(bt), 10, '0') AS bt, CAST(f AS DOUBLE) AS f, db, uu FROM types_t ORDER BY id")
 
 
 def selected(db: Capture) -> list[dict]:

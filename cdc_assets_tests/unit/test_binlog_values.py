@@ -38,7 +38,9 @@ def convert(column: Column, value):
     (col("y", Kind.YEAR, "year(4)"), 2155, 2155),
     (col("u", Kind.UUID, "uuid"), b"\x12>Eg\xe8\x9b\x12\xd3\xa4VBf\x14\x17@", "123e4567-e89b-12d3-a456-426614174000"),
     (col("d", Kind.DECIMAL, "decimal(65,30)", precision=65, scale=30), Decimal("-1.5"), Decimal("-1.5")),
-    (col("t", Kind.TIME, "time"), timedelta(days=-35, seconds=3601), timedelta(days=-35, seconds=3601)),
+    (col("t", Kind.TIME, "time"), timedelta(days=-35, seconds=3601), "-838:59:59"),  # as CAST(t AS CHAR)
+    (col("t", Kind.TIME, "time(6)", precision=6), timedelta(seconds=-1.5), "-00:00:01.500000"),
+    (col("t", Kind.TIME, "time(3)", precision=3), timedelta(hours=838, microseconds=7000), "838:00:00.007"),
     (col("f", Kind.FLOAT32, "float"), 3.140000104904175, 3.140000104904175),
 ])
 def test_decoded_value_becomes_the_snapshot_value(column, decoded, expected):
@@ -49,7 +51,7 @@ def test_decoded_value_becomes_the_snapshot_value(column, decoded, expected):
 def test_kinds_the_library_already_decodes_right_need_no_converter():
     for kind, native in [(Kind.INT, "int(11)"), (Kind.UINT64, "bigint(20) unsigned"), (Kind.STRING, "varchar(5)"),
                          (Kind.DECIMAL, "decimal(10,2)"), (Kind.DATETIME, "datetime(6)"), (Kind.DATE, "date"),
-                         (Kind.TIME, "time"), (Kind.FLOAT64, "double"), (Kind.ENUM, "enum('a')")]:
+                         (Kind.FLOAT64, "double"), (Kind.ENUM, "enum('a')")]:
         assert converter(col("c", kind, native)) is None, kind
 
 

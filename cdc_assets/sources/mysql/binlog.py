@@ -21,7 +21,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pymysql
@@ -124,6 +124,18 @@ def _uuid_text(value: Any) -> str:
     return str(uuid.UUID(bytes=raw.ljust(16, b"\0")))
 
 
+def _time_text(precision: int) -> Converter:
+    """TIME as `CAST(col AS CHAR)` prints it ('838:59:59.000000', '-00:00:01.500000' for TIME(6)): a
+    PostgreSQL interval parses that text to hours, where a timedelta would arrive as '34 days 22:59:59'."""
+    def convert(value: timedelta) -> str:
+        micros = abs(value) // timedelta(microseconds=1)
+        seconds, fraction = divmod(micros, 1_000_000)
+        hours, rest = divmod(seconds, 3600)
+        text = f"{'-' if value < timedelta(0) else ''}{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
+        return f"{text}.{fraction:06d}"[:len(text) + 1 + precision] if precision else text
+    return convert
+
+
 def converter(column: Column) -> Converter | None:
     """How a non-NULL binlog value of `column` becomes the snapshot's value; None when it already is."""
     kind = column.kind
@@ -143,7 +155,9 @@ def converter(column: Column) -> Converter | None:
         return lambda v: 0 if v == _ZERO_YEAR else v
     if kind == Kind.UUID:
         return _uuid_text
-    return None  # ints, DECIMAL, floats, strings, DATE/DATETIME (zero dates already None), TIME (timedelta)
+    if kind == Kind.TIME:
+        return _time_text(column.precision or 0)
+    return None  # ints, DECIMAL, floats, strings, DATE/DATETIME (zero dates already None)
 
 
 def converters(schema: TableSchema) -> dict[str, Converter]:
@@ -381,7 +395,7 @@ class BinlogReader:
     (one GTID, not the server's executed set).
 
     Values are what the snapshot reads (see `converter`): BIT as a padded bit string, binary kinds as bytes,
-    JSON as text, SET as members in declared order, zero dates as None, DECIMAL as Decimal, TIME as timedelta,
+    JSON as text, SET as members in declared order, zero dates as None, DECIMAL as Decimal, TIME as its text,
     and TIMESTAMP as a *naive datetime in UTC* (the snapshot reads it in a UTC session).
     """
 

@@ -218,8 +218,30 @@ def _then(cast: Caster, convert: Callable[[Any], Any]) -> Caster:
     return lambda value, cursor: apply(cast(value, cursor))
 
 
+def _keeping(oid: int, array_oid: int, cast: Caster, kept: Callable[[str], bool]) -> dict[int, Caster]:
+    """`cast` for a type and its arrays, except for the texts no Python value holds, which stay the server's
+    text (the sink's cast and a MySQL target parse them as the snapshot's text): psycopg2 reads 'infinity'
+    dates as date.max and time '24:00:00' as 00:00."""
+    element = ext.new_type((oid,), f"CDC_{oid}",
+                           lambda value, cursor: value if value is None or kept(value) else cast(value, cursor))
+    return {oid: element, array_oid: ext.new_array_type((array_oid,), f"CDC_{array_oid}", element)}
+
+
+def _infinite(text: str) -> bool:
+    return text in ("infinity", "-infinity")
+
+
+def _midnight_end(text: str) -> bool:
+    return text.startswith("24:")  # time and timetz allow 24:00:00, a Python time does not
+
+
 # By type OID (pg_type.h); arrays of each beside it.
 PINNED: dict[int, Caster] = {
+    **_keeping(1082, 1182, ext.PYDATE, _infinite),  # date
+    **_keeping(1114, 1115, ext.PYDATETIME, _infinite),  # timestamp
+    **_keeping(1184, 1185, ext.PYDATETIMETZ, _infinite),  # timestamptz
+    **_keeping(1083, 1183, ext.PYTIME, _midnight_end),  # time
+    **_keeping(1266, 1270, ext.PYTIME, _midnight_end),  # timetz
     114: _text, 199: ext.UNICODEARRAY,  # json
     3802: _text, 3807: ext.UNICODEARRAY,  # jsonb
     2950: _text, 2951: ext.UNICODEARRAY,  # uuid
@@ -235,9 +257,11 @@ def caster(type_oid: int) -> Caster:
 
     `PINNED` holds, whatever typecasters the process registers globally: numeric -> Decimal, bytea -> bytes,
     real -> its exact single-precision value, json/jsonb -> the JSON text (the sink parses it), uuid -> str,
-    interval -> its text in IntervalStyle postgres (a timedelta cannot hold months), arrays of those as lists.
-    Other types go through psycopg2's typecasters (timestamptz -> aware datetime in UTC, date, time, bool, int,
-    arrays -> lists, ...); OIDs psycopg2 does not know (enums, domains, extension types) stay text."""
+    interval -> its text in IntervalStyle postgres (a timedelta cannot hold months), arrays of those as lists,
+    date/timestamp/timestamptz -> date, datetime, aware datetime in UTC, but 'infinity' and '-infinity' as text,
+    time/timetz -> time, but '24:00:00' as text, arrays of those as lists. Other types go through psycopg2's
+    typecasters (bool, int, arrays -> lists, ...); OIDs psycopg2 does not know (enums, domains, extension types)
+    stay text."""
     return PINNED.get(type_oid) or ext.string_types.get(type_oid) or _text
 
 

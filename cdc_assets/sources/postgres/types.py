@@ -50,8 +50,10 @@ def select_expr(column: Column, quoted: str, target_dialect: str) -> tuple[str, 
     if column.kind == Kind.DECIMAL and column.precision is not None and column.precision <= 38:
         return quoted, False
     if column.kind == Kind.TIMESTAMP:
-        # An instant, rendered as its UTC wall clock: both targets parse it in a UTC session.
-        return f"to_char({quoted} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')", True
+        # An instant, rendered as its UTC wall clock: both targets parse it in a UTC session. to_char renders
+        # ±infinity as NULL: those go as their text, which a MySQL target refuses, as it refuses them in the log.
+        return (f"CASE WHEN isfinite({quoted}) THEN to_char({quoted} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') "
+                f"ELSE {quoted}::text END"), True
     if column.kind == Kind.ARRAY and target_dialect == "mysql":
         return f"to_json({quoted})::text", True  # MySQL has no arrays: a JSON array keeps every element
     return f"{quoted}::text", True
