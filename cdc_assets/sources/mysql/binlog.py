@@ -15,7 +15,6 @@ library ignores log_file/log_pos and replays from the first binlog (lab-findings
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import time
@@ -29,7 +28,6 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.constants import NONE_SOURCE
 from pymysqlreplication.event import (FormatDescriptionEvent, GtidEvent, HeartbeatLogEvent, MariadbGtidEvent, QueryEvent,
                                       RotateEvent, XidEvent)
-from pymysqlreplication.json_binary import JsonDiff
 from pymysqlreplication.row_event import (DeleteRowsEvent, PartialUpdateRowsEvent, RowsEvent, UpdateRowsEvent,
                                           WriteRowsEvent)
 
@@ -39,6 +37,7 @@ from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect
 from cdc_assets.errors import PositionLost, SourceSetupError, UnreachableError
+from cdc_assets.sources.mysql.json_text import json_text
 
 IDLE_AFTER = 1.0  # seconds without a yield before an Idle
 HEARTBEAT_PERIOD = 0.5  # seconds: an idle server sends HEARTBEAT_LOG_EVENT this often on a blocking stream
@@ -77,28 +76,6 @@ _ZERO_TIMESTAMP = datetime(1970, 1, 1)  # TIMESTAMP '0000-00-00 00:00:00' is sto
 _ZERO_YEAR = 1900  # YEAR 0000 is stored as 0 and decoded as 1900 + 0; real years start at 1901
 
 
-def _json_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value  # MariaDB: JSON is LONGTEXT, already text
-    if isinstance(value, JsonDiff):
-        raise SourceSetupError("the binlog holds a partial JSON update, not the full row image",
-                               "set binlog_row_value_options='' in the server config")
-    # MySQL 8 binary JSON decodes to Python values with bytes for keys and strings.
-    return json.dumps(_plain_json(value), ensure_ascii=False)
-
-
-def _plain_json(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {_plain_json(k): _plain_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain_json(v) for v in value]
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return str(value)  # opaque DECIMAL/DATE/TIME scalars inside the document
-
-
 def _binary(fixed_length: int | None) -> Converter:
     def convert(value: Any) -> bytes:
         # An empty value of a binary-charset column is decoded to '' (the library "decodes" with
@@ -133,7 +110,7 @@ def converter(column: Column) -> Converter | None:
     if kind == Kind.BINARY:
         return _binary(column.length if column.native.startswith("binary") else None)
     if kind == Kind.JSON:
-        return _json_text
+        return json_text
     if kind == Kind.SET:
         return _set_text(column.values)
     if kind == Kind.TIMESTAMP:
