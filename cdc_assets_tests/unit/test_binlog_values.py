@@ -40,6 +40,16 @@ def convert(column: Column, value):
     (col("d", Kind.DECIMAL, "decimal(65,30)", precision=65, scale=30), Decimal("-1.5"), Decimal("-1.5")),
     (col("t", Kind.TIME, "time"), timedelta(days=-35, seconds=3601), timedelta(days=-35, seconds=3601)),
     (col("f", Kind.FLOAT32, "float"), 3.140000104904175, 3.140000104904175),
+    # TIME(n>0): the library reads -00:00:01.10 as -00:00:01.90; whole and positive values it reads right.
+    (col("t", Kind.TIME, "time(2)", precision=2), -timedelta(seconds=1, microseconds=900000),
+     -timedelta(seconds=1, microseconds=100000)),
+    (col("t", Kind.TIME, "time(6)", precision=6), -timedelta(hours=838, minutes=59, seconds=58, microseconds=1),
+     -timedelta(hours=838, minutes=59, seconds=58, microseconds=999999)),
+    (col("t", Kind.TIME, "time(6)", precision=6), -timedelta(seconds=0, microseconds=500000),
+     -timedelta(microseconds=500000)),
+    (col("t", Kind.TIME, "time(1)", precision=1), -timedelta(hours=5), -timedelta(hours=5)),
+    (col("t", Kind.TIME, "time(1)", precision=1), timedelta(seconds=1, microseconds=900000),
+     timedelta(seconds=1, microseconds=900000)),
 ])
 def test_decoded_value_becomes_the_snapshot_value(column, decoded, expected):
     assert convert(column, decoded) == expected

@@ -20,7 +20,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pymysql
@@ -96,6 +96,25 @@ def _set_text(members: tuple[str, ...]) -> Converter:
     return convert
 
 
+_SECOND = timedelta(seconds=1)
+
+
+def _time2(value: timedelta) -> timedelta:
+    """Undo the library's misreading of a negative TIME(n>0) with a fraction.
+
+    TIME2 stores a negative value -(S + f) as integer part -(S + 1) and fraction 1 - f (sql-common/my_time.cc
+    my_time_packed_from_binary); pymysqlreplication negates the two parts separately and returns -(S + 1 - f):
+    -00:00:01.10 comes back as -00:00:01.90. Its magnitude M = S + (1 - f) with 0 < 1 - f < 1 gives
+    S = floor(M) and f = 1 - frac(M). Whole negative values and positive ones are read right."""
+    if value >= timedelta(0):
+        return value
+    magnitude = -value
+    fraction = timedelta(microseconds=magnitude.microseconds)
+    if not fraction:
+        return value
+    return -(magnitude - fraction + (_SECOND - fraction))
+
+
 def _uuid_text(value: Any) -> str:
     raw = value.encode() if isinstance(value, str) else value  # trailing zero bytes stripped, as for BINARY
     return str(uuid.UUID(bytes=raw.ljust(16, b"\0")))
@@ -120,7 +139,9 @@ def converter(column: Column) -> Converter | None:
         return lambda v: 0 if v == _ZERO_YEAR else v
     if kind == Kind.UUID:
         return _uuid_text
-    return None  # ints, DECIMAL, floats, strings, DATE/DATETIME (zero dates already None), TIME (timedelta)
+    if kind == Kind.TIME and column.precision:
+        return _time2
+    return None  # ints, DECIMAL, floats, strings, DATE/DATETIME (zero dates already None), whole TIME (timedelta)
 
 
 def converters(schema: TableSchema) -> dict[str, Converter]:
