@@ -72,6 +72,15 @@ def test_image_normalisation_tells_an_empty_set_from_null():
     assert image == {"id": 1, "s": "", "n": None, "b": "001"}
 
 
+def test_columns_missing_from_a_partial_image_are_absent_not_null():
+    """binlog_row_image MINIMAL/NOBLOB: the library gives None both for NULL and for a column not logged."""
+    schema = TableSchema(TableId("db", "t"), (col("id", Kind.INT, "int(11)"), col("a", Kind.BIT, "bit(3)", length=3),
+                                              col("b", Kind.BINARY, "blob"), col("c", Kind.INT, "int(11)")), ("id",))
+    values = {"id": 1, "a": None, "b": None, "c": None}
+    image = normalise_image(values, {"a": "cols bitmap", "b": "cols bitmap", "c": "null"}, converters(schema))
+    assert image == {"id": 1, "c": None}
+
+
 CAPTURED = {TableId("shop", "orders"), TableId("shop", "items"), TableId("crm", "people")}
 
 

@@ -56,6 +56,9 @@ REPLAN_HINT = "re-plan and re-snapshot the task: cdc-assets plan --replan"
 ROW_METADATA_HINT = ("set binlog_row_metadata=FULL in the server config (MariaDB >= 10.5, MySQL >= 8.0.14); "
                      "changes logged before that cannot be read by column name: " + REPLAN_HINT)
 
+ROW_IMAGE_HINT = ("make every session log full row images (binlog_row_image=FULL in the server config, and no "
+                  "SET SESSION binlog_row_image=MINIMAL/NOBLOB), then re-snapshot the tables: " + REPLAN_HINT)
+
 READER_EVENTS = [WriteRowsEvent, UpdateRowsEvent, PartialUpdateRowsEvent, DeleteRowsEvent, XidEvent, QueryEvent,
                  RotateEvent, GtidEvent, MariadbGtidEvent, HeartbeatLogEvent]
 BOUNDARY_EVENTS = [XidEvent, QueryEvent, RotateEvent, GtidEvent, MariadbGtidEvent]
@@ -149,7 +152,11 @@ def converters(schema: TableSchema) -> dict[str, Converter]:
 
 
 def normalise_image(values: dict, none_sources: dict, convs: dict[str, Converter]) -> dict:
-    """Normalise one row image in place and return it."""
+    """Normalise one row image in place and return it. Columns the image does not carry (a session's
+    binlog_row_image MINIMAL or NOBLOB) are dropped: their values are unknown, not NULL."""
+    for name, source in none_sources.items():
+        if source == NONE_SOURCE.COLS_BITMAP:
+            del values[name]
     for name, convert in convs.items():
         value = values.get(name)
         if value is not None:
@@ -305,7 +312,9 @@ class _Assembler:
             table, schema, convs, pos = found
             for row in event.rows:
                 after = normalise_image(row["values"], row["none_sources"], convs)
-                self.changes.append(RowChange(table, Op.INSERT, _key(schema, after), after, None, pos))
+                key = _key(schema, after)
+                self._require_whole(table, row["none_sources"], pos, f"an insert of key {key}")
+                self.changes.append(RowChange(table, Op.INSERT, key, after, None, pos))
 
     def _update(self, event: UpdateRowsEvent) -> None:
         if found := self._rows(event):
@@ -313,7 +322,12 @@ class _Assembler:
             for row in event.rows:
                 before = normalise_image(row["before_values"], row["before_none_sources"], convs)
                 after = normalise_image(row["after_values"], row["after_none_sources"], convs)
-                self.changes.append(RowChange(table, Op.UPDATE, _key(schema, after), after, before, pos))
+                # MINIMAL leaves unchanged key columns out of the after image; the before image has the key.
+                after = {**{k: before[k] for k in schema.primary_key if k not in after}, **after}
+                key, old = _key(schema, after), _key(schema, before)
+                if key != old:  # a partial row can update its key's row, not make one at another key
+                    self._require_whole(table, row["after_none_sources"], pos, f"an update moving key {old} to {key}")
+                self.changes.append(RowChange(table, Op.UPDATE, key, after, before, pos))
 
     def _delete(self, event: DeleteRowsEvent) -> None:
         if found := self._rows(event):
@@ -321,6 +335,14 @@ class _Assembler:
             for row in event.rows:
                 before = normalise_image(row["values"], row["none_sources"], convs)
                 self.changes.append(RowChange(table, Op.DELETE, _key(schema, before), None, before, pos))
+
+    def _require_whole(self, table: TableId, none_sources: dict, pos: MysqlPosition, what: str) -> None:
+        missing = [name for name, source in none_sources.items() if source == NONE_SOURCE.COLS_BITMAP]
+        if missing:
+            raise SourceSetupError(
+                f"{what} in {table} at {pos} in the binlog of {self.where} lacks columns {missing}: the writing "
+                "session logged a partial row image (binlog_row_image MINIMAL or NOBLOB), and their values are "
+                "only in the source", ROW_IMAGE_HINT)
 
 
 def _key(schema: TableSchema, image: dict) -> tuple:
