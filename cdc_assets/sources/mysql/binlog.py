@@ -27,7 +27,7 @@ import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.constants import NONE_SOURCE
 from pymysqlreplication.event import (FormatDescriptionEvent, GtidEvent, HeartbeatLogEvent, MariadbGtidEvent, QueryEvent,
-                                      RotateEvent, XidEvent)
+                                      RotateEvent, XAPrepareEvent, XidEvent)
 from pymysqlreplication.row_event import (DeleteRowsEvent, PartialUpdateRowsEvent, RowsEvent, UpdateRowsEvent,
                                           WriteRowsEvent)
 
@@ -60,8 +60,8 @@ ROW_IMAGE_HINT = ("make every session log full row images (binlog_row_image=FULL
                   "SET SESSION binlog_row_image=MINIMAL/NOBLOB), then re-snapshot the tables: " + REPLAN_HINT)
 
 READER_EVENTS = [WriteRowsEvent, UpdateRowsEvent, PartialUpdateRowsEvent, DeleteRowsEvent, XidEvent, QueryEvent,
-                 RotateEvent, GtidEvent, MariadbGtidEvent, HeartbeatLogEvent]
-BOUNDARY_EVENTS = [XidEvent, QueryEvent, RotateEvent, GtidEvent, MariadbGtidEvent]
+                 RotateEvent, GtidEvent, MariadbGtidEvent, HeartbeatLogEvent, XAPrepareEvent]
+BOUNDARY_EVENTS = [XidEvent, QueryEvent, RotateEvent, GtidEvent, MariadbGtidEvent, XAPrepareEvent]
 
 Converter = Callable[[Any], Any]
 
@@ -216,6 +216,16 @@ def ddl_tables(statement: str, default_db: str, captured: Collection[TableId]) -
 
 _TRANSACTION_CONTROL = re.compile(r"(?:SAVEPOINT|RELEASE\s+SAVEPOINT|ROLLBACK\s+(?:WORK\s+)?TO|XA)\b", re.I)
 _TRANSACTION_END = re.compile(r"(?:COMMIT|ROLLBACK)(?:\s+WORK)?\s*;?", re.I)
+# How the server logs the outcome of a prepared XA: its xid as gtrid, bqual in hex, then formatID.
+_XA_OUTCOME = re.compile(r"XA\s+(?P<outcome>COMMIT|ROLLBACK)\s+X'(?P<gtrid>[0-9A-F]*)'\s*,\s*X'(?P<bqual>[0-9A-F]*)'"
+                         r"\s*,\s*(?P<format>\d+)\s*;?", re.I)
+
+XaId = tuple[bytes, bytes, int]  # gtrid, bqual, formatID
+XaLookup = Callable[[XaId, MysqlPosition], list[RowChange]]
+
+
+def _xa_id(event: XAPrepareEvent) -> XaId:
+    return event.xid_gtrid, event.xid_bqual, event.xid_format_id
 
 
 class _Assembler:
@@ -223,14 +233,23 @@ class _Assembler:
 
         OUTSIDE --GTID / "BEGIN"--> INSIDE --row events--> INSIDE --XID / "COMMIT"--> OUTSIDE: Transaction
         OUTSIDE or INSIDE (MariaDB's GTID) --other QUERY (DDL)--> OUTSIDE: SchemaChange per captured table
+        INSIDE --XA_PREPARE_LOG_EVENT--> OUTSIDE: the changes are held under the XA's xid, nothing committed
+        OUTSIDE --GTID, QUERY "XA COMMIT xid"--> OUTSIDE: Transaction of the held changes, at the commit's end
+        OUTSIDE --GTID, QUERY "XA ROLLBACK xid"--> OUTSIDE: the held changes are dropped
 
     A "ROLLBACK" that reaches the binlog ends a group too: only non-transactional changes are logged before
     it, and those did happen. `feed` returns None inside a group and a list (maybe empty) at each group end
     and at each heartbeat.
+
+    An XA prepared before `start` and committed after it is not held: `lookup` finds its changes further back
+    in the log (without one, such a commit is taken as the end of a group of nothing captured).
     """
 
-    def __init__(self, start: MysqlPosition, schemas: dict[TableId, TableSchema], where: str) -> None:
+    def __init__(self, start: MysqlPosition, schemas: dict[TableId, TableSchema], where: str,
+                 lookup: XaLookup | None = None) -> None:
         self.boundary = start
+        self.prepared: dict[XaId, list[RowChange]] = {}  # prepared XAs seen since `start`, not yet committed
+        self._lookup = lookup
         self.schemas = schemas
         self.where = where
         self.file = start.file
@@ -242,7 +261,7 @@ class _Assembler:
             WriteRowsEvent: self._insert, UpdateRowsEvent: self._update, PartialUpdateRowsEvent: self._update,
             DeleteRowsEvent: self._delete, XidEvent: self._xid, QueryEvent: self._query,
             RotateEvent: self._rotate, GtidEvent: self._gtid, MariadbGtidEvent: self._gtid,
-            HeartbeatLogEvent: self._heartbeat,
+            HeartbeatLogEvent: self._heartbeat, XAPrepareEvent: self._xa_prepare,
         }
 
     def feed(self, event) -> list[Transaction | SchemaChange] | None:
@@ -290,12 +309,31 @@ class _Assembler:
             return None
         if _TRANSACTION_END.fullmatch(statement):
             return self._commit(event, None)
+        if m := _XA_OUTCOME.fullmatch(statement):
+            return self._xa_outcome(event, m)
         if _TRANSACTION_CONTROL.match(statement):
             return None
         default_db = event.schema.decode("utf-8", errors="replace")
         tables = ddl_tables(statement, default_db, self.schemas)
         position = self._end(event)
         return [SchemaChange(t, statement, position) for t in tables]
+
+    def _xa_prepare(self, event: XAPrepareEvent) -> list:
+        if event.one_phase:  # MySQL logs XA COMMIT ... ONE PHASE as a group ending in this event
+            return self._commit(event, None)
+        self.prepared[_xa_id(event)], self.changes = self.changes, []
+        self._end(event)
+        return []
+
+    def _xa_outcome(self, event: QueryEvent, m: re.Match) -> list[Transaction]:
+        xid = bytes.fromhex(m["gtrid"]), bytes.fromhex(m["bqual"]), int(m["format"])
+        changes = self.prepared.pop(xid, None)
+        end = self._end(event)
+        if m["outcome"].upper() == "ROLLBACK":
+            return []
+        if changes is None:
+            changes = self._lookup(xid, end) if self._lookup is not None else []
+        return [Transaction(changes, end, float(event.timestamp))]
 
     def _rows(self, event: RowsEvent) -> tuple[TableId, TableSchema, dict, MysqlPosition] | None:
         table = TableId(event.schema, event.table)
@@ -419,7 +457,8 @@ class BinlogReader:
         With `stop_at`, return after the group ending at or after it, or once the log end reached it; the
         last boundary is reported (as Idle) before returning. Without it, read until `close()`.
         Raises PositionLost (start purged or not an event boundary), UnreachableError, SourceSetupError."""
-        asm = _Assembler(start, self.schemas, str(self.url))
+        lookup = _PreparedBefore(self.url, default_server_id(f"{self.server_id}#xa"), self.schemas, start)
+        asm = _Assembler(start, self.schemas, str(self.url), lookup)
         reported, last_yield = start, time.monotonic()
         blocking = stop_at is None  # a bounded read drains the log first, then waits only if it must
         while not self._closed:
@@ -455,6 +494,44 @@ class BinlogReader:
 
     def close(self) -> None:
         self._closed = True
+
+
+class _PreparedBefore:
+    """Changes of XA transactions prepared before `start` and still pending there, for their XA COMMIT after it.
+
+    A checkpoint, a watermark or a startup position may lie between an XA's PREPARE and its COMMIT. The binlog
+    is re-read from the start of `start`'s file up to `start`, then from one file earlier, and so on, until the
+    xid turns up; each re-read uses its own server_id, as the reader's own stream stays open meanwhile."""
+
+    def __init__(self, url: DbUrl, server_id: int, schemas: dict[TableId, TableSchema], start: MysqlPosition) -> None:
+        self.url, self.server_id, self.schemas, self.start = url, server_id, schemas, start
+        self._pending: dict[XaId, list[RowChange]] = {}
+        self._scanned_from: MysqlPosition | None = None
+
+    def __call__(self, xid: XaId, commit: MysqlPosition) -> list[RowChange]:
+        if xid in self._pending:
+            return self._pending[xid]
+        firsts = [MysqlPosition(f, FIRST_EVENT_OFFSET) for f in _binary_logs(self.url)]
+        for first in reversed([f for f in firsts if not is_before(self.start, f)]):
+            if self._scanned_from is not None and not is_before(first, self._scanned_from):
+                continue
+            self._pending, self._scanned_from = self._pending_at_start(first), first
+            if xid in self._pending:
+                return self._pending[xid]
+        gtrid, bqual, format_id = xid
+        raise PositionLost(f"the XA transaction X'{gtrid.hex()}',X'{bqual.hex()}',{format_id} committed at {commit} "
+                           f"in the binlog of {self.url} was prepared before {self.start}, in a binlog that is no "
+                           "longer there: its changes cannot be read", REPLAN_HINT)
+
+    def _pending_at_start(self, first: MysqlPosition) -> dict[XaId, list[RowChange]]:
+        asm = _Assembler(first, self.schemas, str(self.url))
+        stream = _open(self.url, self.server_id, first, READER_EVENTS, self.schemas)
+        try:
+            while is_before(asm.boundary, self.start) and (event := _fetch(stream, self.url, first)) is not None:
+                asm.feed(event)
+        finally:
+            stream.close()
+        return asm.prepared
 
 
 # ---- startup_mode=timestamp ---------------------------------------------------------------------------------
