@@ -5,6 +5,7 @@ import pytest
 
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.errors import PositionLost
 from cdc_assets_tests.support import config_for, fetch_rows, source_database
 
 SEED = ["CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO t VALUES (1, 'one'), (2, 'two')"]
@@ -108,3 +109,24 @@ def test_a_pending_xa_rolled_back_in_a_later_run_applies_nothing(task):
     sync(rt, until_caught_up=True)
 
     assert target_rows() == source_rows() == [(1, "one"), (2, "two"), (30, "plain"), (31, "plain")]
+
+
+def test_a_commit_whose_prepare_was_purged_stops_with_the_way_out(task):
+    rt, connect, target_rows, _ = task
+    xa, other = connect(), connect()
+    prepare(xa, "'lost'", "INSERT INTO t VALUES (10, 'xa')")
+    execute(other, "FLUSH BINARY LOGS", "INSERT INTO t VALUES (30, 'plain')")
+    sync(rt, until_caught_up=True)
+    with other.cursor() as cur:
+        cur.execute("SHOW MASTER STATUS")
+        current = cur.fetchone()[0]
+        cur.execute(f"PURGE BINARY LOGS TO '{current}'")
+        cur.execute("SHOW BINARY LOGS")
+        assert [row[0] for row in cur.fetchall()] == [current]
+    execute(xa, "XA COMMIT 'lost'")
+
+    with pytest.raises(PositionLost) as caught:
+        sync(rt, until_caught_up=True)
+
+    assert "XA transaction X'6c6f7374',X'',1" in str(caught.value) and "plan --replan" in caught.value.hint
+    assert target_rows() == [(1, "one"), (2, "two"), (30, "plain")]
