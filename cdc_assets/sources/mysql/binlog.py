@@ -440,7 +440,10 @@ class BinlogReader:
 
     Values are what the snapshot reads (see `converter`): BIT as a padded bit string, binary kinds as bytes,
     JSON as text, SET as members in declared order, zero dates as None, DECIMAL as Decimal, TIME as timedelta,
-    and TIMESTAMP as a *naive datetime in UTC* (the snapshot reads it in a UTC session).
+    and TIMESTAMP as a *naive datetime in UTC* (the snapshot reads it in a UTC session). A row image may lack
+    columns (binlog_row_image MINIMAL/NOBLOB): those are absent from the change, never None.
+
+    An XA transaction is one Transaction at its XA COMMIT, ending there; a rolled-back one yields nothing.
     """
 
     def __init__(self, url: DbUrl, server_id: int, schemas: dict[TableId, TableSchema]) -> None:
