@@ -8,6 +8,8 @@ nothing is visible before the commit.
 """
 from __future__ import annotations
 
+import uuid
+
 from cdc_assets.core.batches import compact, split_key_change
 from cdc_assets.core.events import SchemaChange, Transaction
 from cdc_assets.core.positions import Position, is_before
@@ -26,7 +28,9 @@ def backfill(rt: TaskRuntime, cursor, schema: TableSchema, plan: SplitPlan, spli
         return 0
     ranges = [s.range for s in splits]
     limit = rt.config.pipeline.checkpoint_after_events
-    reader = rt.log.reader({schema.table: schema}, purpose="backfill")
+    # Split groups commit in parallel runs: each backfill is its own replica connection, with its own server_id
+    # (a second connection with a taken id is refused or throws the first one off).
+    reader = rt.log.reader({schema.table: schema}, purpose=f"backfill#{splits[0].id}#{uuid.uuid4().hex}")
     pending, applied = [], 0
 
     def apply() -> None:

@@ -2,8 +2,10 @@
 bounded and unbounded reads, DDL, lost positions, and the timestamp startup search."""
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 
 import pymysql
 import pytest
@@ -140,6 +142,38 @@ def test_values_equal_what_select_reads(db):
     assert [c.before for c in deleted.changes] == expected
     assert [[type(v) for v in c.after.values()] for c in inserted.changes] == [
         [type(v) for v in row.values()] for row in expected]  # b'' is not '', Decimal is not float
+
+
+def random_times(rng: random.Random, precision: int, count: int) -> list[str]:
+    """TIME(precision) literals, mostly negative with a fraction; the range ends at 838:59:59."""
+    out = []
+    for _ in range(count):
+        hours = rng.choice([0, 0, 1, rng.randrange(838), 838])
+        seconds = rng.randrange(59 if hours == 838 else 60)
+        fraction = rng.randrange(1, 10 ** precision) if rng.random() < 0.9 else 0
+        sign = "-" if rng.random() < 0.8 else ""
+        out.append(f"{sign}{hours}:{rng.randrange(60):02}:{seconds:02}.{fraction:0{precision}}")
+    return out
+
+
+def test_negative_fractional_times_equal_the_servers_text(db):
+    rng = random.Random(7)
+    db.execute("CREATE TABLE tt (id INT PRIMARY KEY, t1 TIME(1), t2 TIME(2), t3 TIME(3), t4 TIME(4), t5 TIME(5),"
+               " t6 TIME(6))")
+    columns = {p: random_times(rng, p, 200) for p in range(1, 7)}
+    rows = [f"({i}, {', '.join(repr(columns[p][i]) for p in range(1, 7))})" for i in range(200)]
+    start = db.position()
+    stop = db.commit(f"INSERT INTO tt VALUES {', '.join(rows)}")
+    with db.conn.cursor() as cur:
+        cur.execute("SELECT id, " + ", ".join(f"CAST(t{p} AS CHAR)" for p in range(1, 7)) + " FROM tt ORDER BY id")
+        # The reader hands TIME on as the server's own text (what the snapshot reads too).
+        expected = [{"id": r[0], **{f"t{p}": r[p] for p in range(1, 7)}} for r in cur.fetchall()]
+
+    (txn,) = transactions(db.reader("tt").read(start, stop_at=stop))
+
+    wrong = [(c.after, e) for c, e in zip(txn.changes, expected) if c.after != e]
+    assert len(txn.changes) == 200
+    assert wrong == []
 
 
 def test_zero_dates_become_none(db):

@@ -42,6 +42,13 @@ def convert(column: Column, value):
     (col("t", Kind.TIME, "time(6)", precision=6), timedelta(seconds=-1.5), "-00:00:01.500000"),
     (col("t", Kind.TIME, "time(3)", precision=3), timedelta(hours=838, microseconds=7000), "838:00:00.007"),
     (col("f", Kind.FLOAT32, "float"), 3.140000104904175, 3.140000104904175),
+    # TIME(n>0): the library reads -00:00:01.10 as -00:00:01.90; whole and positive values it reads right.
+    (col("t", Kind.TIME, "time(2)", precision=2), -timedelta(seconds=1, microseconds=900000), "-00:00:01.10"),
+    (col("t", Kind.TIME, "time(6)", precision=6), -timedelta(hours=838, minutes=59, seconds=58, microseconds=1),
+     "-838:59:58.999999"),
+    (col("t", Kind.TIME, "time(6)", precision=6), -timedelta(seconds=0, microseconds=500000), "-00:00:00.500000"),
+    (col("t", Kind.TIME, "time(1)", precision=1), -timedelta(hours=5), "-05:00:00.0"),
+    (col("t", Kind.TIME, "time(1)", precision=1), timedelta(seconds=1, microseconds=900000), "00:00:01.9"),
 ])
 def test_decoded_value_becomes_the_snapshot_value(column, decoded, expected):
     assert convert(column, decoded) == expected
@@ -62,6 +69,15 @@ def test_image_normalisation_tells_an_empty_set_from_null():
     values = {"id": 1, "s": None, "n": None, "b": "1"}
     image = normalise_image(values, {"s": "empty set", "n": "null"}, converters(schema))
     assert image == {"id": 1, "s": "", "n": None, "b": "001"}
+
+
+def test_columns_missing_from_a_partial_image_are_absent_not_null():
+    """binlog_row_image MINIMAL/NOBLOB: the library gives None both for NULL and for a column not logged."""
+    schema = TableSchema(TableId("db", "t"), (col("id", Kind.INT, "int(11)"), col("a", Kind.BIT, "bit(3)", length=3),
+                                              col("b", Kind.BINARY, "blob"), col("c", Kind.INT, "int(11)")), ("id",))
+    values = {"id": 1, "a": None, "b": None, "c": None}
+    image = normalise_image(values, {"a": "cols bitmap", "b": "cols bitmap", "c": "null"}, converters(schema))
+    assert image == {"id": 1, "c": None}
 
 
 CAPTURED = {TableId("shop", "orders"), TableId("shop", "items"), TableId("crm", "people")}
@@ -101,3 +117,87 @@ def test_default_server_id_is_stable_distinct_and_in_range():
     assert len(ids) == 1000
     assert all(SERVER_ID_MIN <= i < 2**31 for i in ids)
     assert default_server_id("task-1") == default_server_id("task-1")
+
+
+# ---- MySQL 8 binary JSON (sql/json_binary.h): opaque scalars print as MySQL prints them ------------------------
+# DECIMAL bytes: precision, scale, then decimal2bin (two digits a byte here; sign bit flipped, negatives inverted).
+
+JSONB_SMALL_OBJECT, JSONB_SMALL_ARRAY, JSONB_INT16, JSONB_STRING, JSONB_OPAQUE = 0x00, 0x02, 0x05, 0x0C, 0x0F
+MYSQL_TYPE_TIMESTAMP, MYSQL_TYPE_DATE, MYSQL_TYPE_TIME, MYSQL_TYPE_DATETIME = 7, 10, 11, 12
+MYSQL_TYPE_BLOB, MYSQL_TYPE_NEWDECIMAL = 252, 246
+
+
+def opaque(field_type: int, data: bytes) -> tuple[int, bytes]:
+    assert len(data) < 128  # one-byte variable length
+    return JSONB_OPAQUE, bytes([field_type, len(data)]) + data
+
+
+def packed_datetime(y, mo, d, h=0, mi=0, s=0, us=0) -> bytes:
+    """Json_datetime::to_packed of a DATE/DATETIME/TIMESTAMP: TIME_to_longlong_datetime_packed, int8store."""
+    ymd, hms = ((y * 13 + mo) << 5) | d, (h << 12) | (mi << 6) | s
+    return (((ymd << 17 | hms) << 24) + us).to_bytes(8, "little", signed=True)
+
+
+def packed_time(negative: bool, h, mi, s, us=0) -> bytes:
+    """TIME_to_longlong_time_packed: the magnitude, negated for a negative TIME."""
+    value = ((((h << 12) | (mi << 6) | s)) << 24) + us
+    return (-value if negative else value).to_bytes(8, "little", signed=True)
+
+
+def small_container(entries: list[tuple[str | None, tuple[int, bytes]]], is_object: bool) -> bytes:
+    """A small object/array: count, size, key entries, value entries, keys, values (offsets from its start)."""
+    count = len(entries)
+    header = 4 + count * (4 if is_object else 0) + count * 3
+    keys = b"".join(k.encode() for k, _ in entries) if is_object else b""
+    key_entries, value_entries, values = b"", b"", b""
+    key_at, value_at = header, header + len(keys)
+    for key, (jtype, payload) in entries:
+        if is_object:
+            key_entries += key_at.to_bytes(2, "little") + len(key.encode()).to_bytes(2, "little")
+            key_at += len(key.encode())
+        if jtype == JSONB_INT16:
+            value_entries += bytes([jtype]) + payload
+        else:
+            value_entries += bytes([jtype]) + (value_at + len(values)).to_bytes(2, "little")
+            values += payload
+    body = key_entries + value_entries + keys + values
+    return count.to_bytes(2, "little") + (4 + len(body)).to_bytes(2, "little") + body
+
+
+def decode_binary_json(jtype: int, data: bytes):
+    from pymysqlreplication.json_binary import parse_json  # what the library runs on a JSON column's bytes
+    return parse_json(jtype, data)
+
+
+def test_mysql8_json_scalars_print_as_mysql_prints_them():
+    document = small_container([
+        ("a", opaque(MYSQL_TYPE_NEWDECIMAL, bytes([4, 2, 0x80 | 12, 50]))),
+        ("d", opaque(MYSQL_TYPE_DATE, packed_datetime(2024, 1, 2))),
+        ("t", opaque(MYSQL_TYPE_TIME, packed_time(True, 838, 59, 58, 500000))),
+        ("dt", opaque(MYSQL_TYPE_DATETIME, packed_datetime(2024, 2, 29, 23, 4, 5, 6))),
+        ("ts", opaque(MYSQL_TYPE_TIMESTAMP, packed_datetime(2038, 1, 19, 3, 14, 7))),
+        ("arr", (JSONB_SMALL_ARRAY, small_container([
+            (None, opaque(MYSQL_TYPE_TIME, packed_time(False, 1, 2, 3))),
+            (None, (JSONB_INT16, (7).to_bytes(2, "little"))),
+            (None, (JSONB_STRING, bytes([2]) + "é".encode())),
+            (None, opaque(MYSQL_TYPE_BLOB, b"\x00\xff")),
+        ], is_object=False))),
+    ], is_object=True)
+    decoded = decode_binary_json(JSONB_SMALL_OBJECT, document)
+
+    text = convert(col("j", Kind.JSON, "json"), decoded)
+
+    # As `SELECT CAST(j AS CHAR)` prints it (Json_wrapper::to_string: my_TIME_to_str(t, 6) for temporal
+    # scalars, decimal2string for DECIMAL, base64:typeNN: for other opaque values, ", " and ": " between).
+    assert text == ('{"a": 12.50, "d": "2024-01-02", "t": "-838:59:58.500000", "dt": "2024-02-29 23:04:05.000006", '
+                    '"ts": "2038-01-19 03:14:07.000000", "arr": ["01:02:03.000000", 7, "é", "base64:type252:AP8="]}')
+
+
+@pytest.mark.parametrize("decimal_bytes, text", [
+    (bytes([8, 7, 0x80, 0, 0, 0, 1]), "0.0000001"),  # DECIMAL(8,7): Python would print 1E-7
+    (bytes([4, 0, 0x7C, 0x17]), "-1000"),  # DECIMAL(4,0): a negative value has every bit inverted
+    (bytes([3, 2, 0x81, 50]), "1.50"),  # DECIMAL(3,2): the scale's trailing zero stays
+])
+def test_mysql8_json_decimal_prints_plain_with_its_scale(decimal_bytes, text):
+    document = small_container([(None, opaque(MYSQL_TYPE_NEWDECIMAL, decimal_bytes))], is_object=False)
+    assert convert(col("j", Kind.JSON, "json"), decode_binary_json(JSONB_SMALL_ARRAY, document)) == f"[{text}]"

@@ -15,7 +15,6 @@ library ignores log_file/log_pos and replays from the first binlog (lab-findings
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import time
@@ -28,8 +27,7 @@ import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.constants import NONE_SOURCE
 from pymysqlreplication.event import (FormatDescriptionEvent, GtidEvent, HeartbeatLogEvent, MariadbGtidEvent, QueryEvent,
-                                      RotateEvent, XidEvent)
-from pymysqlreplication.json_binary import JsonDiff
+                                      RotateEvent, XAPrepareEvent, XidEvent)
 from pymysqlreplication.row_event import (DeleteRowsEvent, PartialUpdateRowsEvent, RowsEvent, UpdateRowsEvent,
                                           WriteRowsEvent)
 
@@ -39,6 +37,7 @@ from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect
 from cdc_assets.errors import PositionLost, SourceSetupError, UnreachableError
+from cdc_assets.sources.mysql.json_text import json_text
 
 IDLE_AFTER = 1.0  # seconds without a yield before an Idle
 HEARTBEAT_PERIOD = 0.5  # seconds: an idle server sends HEARTBEAT_LOG_EVENT this often on a blocking stream
@@ -57,9 +56,12 @@ REPLAN_HINT = "re-plan and re-snapshot the task: cdc-assets plan --replan"
 ROW_METADATA_HINT = ("set binlog_row_metadata=FULL in the server config (MariaDB >= 10.5, MySQL >= 8.0.14); "
                      "changes logged before that cannot be read by column name: " + REPLAN_HINT)
 
+ROW_IMAGE_HINT = ("make every session log full row images (binlog_row_image=FULL in the server config, and no "
+                  "SET SESSION binlog_row_image=MINIMAL/NOBLOB), then re-snapshot the tables: " + REPLAN_HINT)
+
 READER_EVENTS = [WriteRowsEvent, UpdateRowsEvent, PartialUpdateRowsEvent, DeleteRowsEvent, XidEvent, QueryEvent,
-                 RotateEvent, GtidEvent, MariadbGtidEvent, HeartbeatLogEvent]
-BOUNDARY_EVENTS = [XidEvent, QueryEvent, RotateEvent, GtidEvent, MariadbGtidEvent]
+                 RotateEvent, GtidEvent, MariadbGtidEvent, HeartbeatLogEvent, XAPrepareEvent]
+BOUNDARY_EVENTS = [XidEvent, QueryEvent, RotateEvent, GtidEvent, MariadbGtidEvent, XAPrepareEvent]
 
 Converter = Callable[[Any], Any]
 
@@ -75,28 +77,6 @@ def default_server_id(task_id: str) -> int:
 
 _ZERO_TIMESTAMP = datetime(1970, 1, 1)  # TIMESTAMP '0000-00-00 00:00:00' is stored as epoch 0
 _ZERO_YEAR = 1900  # YEAR 0000 is stored as 0 and decoded as 1900 + 0; real years start at 1901
-
-
-def _json_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value  # MariaDB: JSON is LONGTEXT, already text
-    if isinstance(value, JsonDiff):
-        raise SourceSetupError("the binlog holds a partial JSON update, not the full row image",
-                               "set binlog_row_value_options='' in the server config")
-    # MySQL 8 binary JSON decodes to Python values with bytes for keys and strings.
-    return json.dumps(_plain_json(value), ensure_ascii=False)
-
-
-def _plain_json(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {_plain_json(k): _plain_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain_json(v) for v in value]
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return str(value)  # opaque DECIMAL/DATE/TIME scalars inside the document
 
 
 def _binary(fixed_length: int | None) -> Converter:
@@ -119,6 +99,25 @@ def _set_text(members: tuple[str, ...]) -> Converter:
     return convert
 
 
+_SECOND = timedelta(seconds=1)
+
+
+def _time2(value: timedelta) -> timedelta:
+    """Undo the library's misreading of a negative TIME(n>0) with a fraction.
+
+    TIME2 stores a negative value -(S + f) as integer part -(S + 1) and fraction 1 - f (sql-common/my_time.cc
+    my_time_packed_from_binary); pymysqlreplication negates the two parts separately and returns -(S + 1 - f):
+    -00:00:01.10 comes back as -00:00:01.90. Its magnitude M = S + (1 - f) with 0 < 1 - f < 1 gives
+    S = floor(M) and f = 1 - frac(M). Whole negative values and positive ones are read right."""
+    if value >= timedelta(0):
+        return value
+    magnitude = -value
+    fraction = timedelta(microseconds=magnitude.microseconds)
+    if not fraction:
+        return value
+    return -(magnitude - fraction + (_SECOND - fraction))
+
+
 def _uuid_text(value: Any) -> str:
     raw = value.encode() if isinstance(value, str) else value  # trailing zero bytes stripped, as for BINARY
     return str(uuid.UUID(bytes=raw.ljust(16, b"\0")))
@@ -128,6 +127,7 @@ def _time_text(precision: int) -> Converter:
     """TIME as `CAST(col AS CHAR)` prints it ('838:59:59.000000', '-00:00:01.500000' for TIME(6)): a
     PostgreSQL interval parses that text to hours, where a timedelta would arrive as '34 days 22:59:59'."""
     def convert(value: timedelta) -> str:
+        value = _time2(value) if precision else value
         micros = abs(value) // timedelta(microseconds=1)
         seconds, fraction = divmod(micros, 1_000_000)
         hours, rest = divmod(seconds, 3600)
@@ -145,7 +145,7 @@ def converter(column: Column) -> Converter | None:
     if kind == Kind.BINARY:
         return _binary(column.length if column.native.startswith("binary") else None)
     if kind == Kind.JSON:
-        return _json_text
+        return json_text
     if kind == Kind.SET:
         return _set_text(column.values)
     if kind == Kind.TIMESTAMP:
@@ -165,7 +165,11 @@ def converters(schema: TableSchema) -> dict[str, Converter]:
 
 
 def normalise_image(values: dict, none_sources: dict, convs: dict[str, Converter]) -> dict:
-    """Normalise one row image in place and return it."""
+    """Normalise one row image in place and return it. Columns the image does not carry (a session's
+    binlog_row_image MINIMAL or NOBLOB) are dropped: their values are unknown, not NULL."""
+    for name, source in none_sources.items():
+        if source == NONE_SOURCE.COLS_BITMAP:
+            del values[name]
     for name, convert in convs.items():
         value = values.get(name)
         if value is not None:
@@ -225,6 +229,16 @@ def ddl_tables(statement: str, default_db: str, captured: Collection[TableId]) -
 
 _TRANSACTION_CONTROL = re.compile(r"(?:SAVEPOINT|RELEASE\s+SAVEPOINT|ROLLBACK\s+(?:WORK\s+)?TO|XA)\b", re.I)
 _TRANSACTION_END = re.compile(r"(?:COMMIT|ROLLBACK)(?:\s+WORK)?\s*;?", re.I)
+# How the server logs the outcome of a prepared XA: its xid as gtrid, bqual in hex, then formatID.
+_XA_OUTCOME = re.compile(r"XA\s+(?P<outcome>COMMIT|ROLLBACK)\s+X'(?P<gtrid>[0-9A-F]*)'\s*,\s*X'(?P<bqual>[0-9A-F]*)'"
+                         r"\s*,\s*(?P<format>\d+)\s*;?", re.I)
+
+XaId = tuple[bytes, bytes, int]  # gtrid, bqual, formatID
+XaLookup = Callable[[XaId, MysqlPosition], list[RowChange]]
+
+
+def _xa_id(event: XAPrepareEvent) -> XaId:
+    return event.xid_gtrid, event.xid_bqual, event.xid_format_id
 
 
 class _Assembler:
@@ -232,14 +246,23 @@ class _Assembler:
 
         OUTSIDE --GTID / "BEGIN"--> INSIDE --row events--> INSIDE --XID / "COMMIT"--> OUTSIDE: Transaction
         OUTSIDE or INSIDE (MariaDB's GTID) --other QUERY (DDL)--> OUTSIDE: SchemaChange per captured table
+        INSIDE --XA_PREPARE_LOG_EVENT--> OUTSIDE: the changes are held under the XA's xid, nothing committed
+        OUTSIDE --GTID, QUERY "XA COMMIT xid"--> OUTSIDE: Transaction of the held changes, at the commit's end
+        OUTSIDE --GTID, QUERY "XA ROLLBACK xid"--> OUTSIDE: the held changes are dropped
 
     A "ROLLBACK" that reaches the binlog ends a group too: only non-transactional changes are logged before
     it, and those did happen. `feed` returns None inside a group and a list (maybe empty) at each group end
     and at each heartbeat.
+
+    An XA prepared before `start` and committed after it is not held: `lookup` finds its changes further back
+    in the log (without one, such a commit is taken as the end of a group of nothing captured).
     """
 
-    def __init__(self, start: MysqlPosition, schemas: dict[TableId, TableSchema], where: str) -> None:
+    def __init__(self, start: MysqlPosition, schemas: dict[TableId, TableSchema], where: str,
+                 lookup: XaLookup | None = None) -> None:
         self.boundary = start
+        self.prepared: dict[XaId, list[RowChange]] = {}  # prepared XAs seen since `start`, not yet committed
+        self._lookup = lookup
         self.schemas = schemas
         self.where = where
         self.file = start.file
@@ -251,7 +274,7 @@ class _Assembler:
             WriteRowsEvent: self._insert, UpdateRowsEvent: self._update, PartialUpdateRowsEvent: self._update,
             DeleteRowsEvent: self._delete, XidEvent: self._xid, QueryEvent: self._query,
             RotateEvent: self._rotate, GtidEvent: self._gtid, MariadbGtidEvent: self._gtid,
-            HeartbeatLogEvent: self._heartbeat,
+            HeartbeatLogEvent: self._heartbeat, XAPrepareEvent: self._xa_prepare,
         }
 
     def feed(self, event) -> list[Transaction | SchemaChange] | None:
@@ -299,12 +322,31 @@ class _Assembler:
             return None
         if _TRANSACTION_END.fullmatch(statement):
             return self._commit(event, None)
+        if m := _XA_OUTCOME.fullmatch(statement):
+            return self._xa_outcome(event, m)
         if _TRANSACTION_CONTROL.match(statement):
             return None
         default_db = event.schema.decode("utf-8", errors="replace")
         tables = ddl_tables(statement, default_db, self.schemas)
         position = self._end(event)
         return [SchemaChange(t, statement, position) for t in tables]
+
+    def _xa_prepare(self, event: XAPrepareEvent) -> list:
+        if event.one_phase:  # MySQL logs XA COMMIT ... ONE PHASE as a group ending in this event
+            return self._commit(event, None)
+        self.prepared[_xa_id(event)], self.changes = self.changes, []
+        self._end(event)
+        return []
+
+    def _xa_outcome(self, event: QueryEvent, m: re.Match) -> list[Transaction]:
+        xid = bytes.fromhex(m["gtrid"]), bytes.fromhex(m["bqual"]), int(m["format"])
+        changes = self.prepared.pop(xid, None)
+        end = self._end(event)
+        if m["outcome"].upper() == "ROLLBACK":
+            return []
+        if changes is None:
+            changes = self._lookup(xid, end) if self._lookup is not None else []
+        return [Transaction(changes, end, float(event.timestamp))]
 
     def _rows(self, event: RowsEvent) -> tuple[TableId, TableSchema, dict, MysqlPosition] | None:
         table = TableId(event.schema, event.table)
@@ -321,7 +363,9 @@ class _Assembler:
             table, schema, convs, pos = found
             for row in event.rows:
                 after = normalise_image(row["values"], row["none_sources"], convs)
-                self.changes.append(RowChange(table, Op.INSERT, _key(schema, after), after, None, pos))
+                key = _key(schema, after)
+                self._require_whole(table, row["none_sources"], pos, f"an insert of key {key}")
+                self.changes.append(RowChange(table, Op.INSERT, key, after, None, pos))
 
     def _update(self, event: UpdateRowsEvent) -> None:
         if found := self._rows(event):
@@ -329,7 +373,12 @@ class _Assembler:
             for row in event.rows:
                 before = normalise_image(row["before_values"], row["before_none_sources"], convs)
                 after = normalise_image(row["after_values"], row["after_none_sources"], convs)
-                self.changes.append(RowChange(table, Op.UPDATE, _key(schema, after), after, before, pos))
+                # MINIMAL leaves unchanged key columns out of the after image; the before image has the key.
+                after = {**{k: before[k] for k in schema.primary_key if k not in after}, **after}
+                key, old = _key(schema, after), _key(schema, before)
+                if key != old:  # a partial row can update its key's row, not make one at another key
+                    self._require_whole(table, row["after_none_sources"], pos, f"an update moving key {old} to {key}")
+                self.changes.append(RowChange(table, Op.UPDATE, key, after, before, pos))
 
     def _delete(self, event: DeleteRowsEvent) -> None:
         if found := self._rows(event):
@@ -337,6 +386,14 @@ class _Assembler:
             for row in event.rows:
                 before = normalise_image(row["values"], row["none_sources"], convs)
                 self.changes.append(RowChange(table, Op.DELETE, _key(schema, before), None, before, pos))
+
+    def _require_whole(self, table: TableId, none_sources: dict, pos: MysqlPosition, what: str) -> None:
+        missing = [name for name, source in none_sources.items() if source == NONE_SOURCE.COLS_BITMAP]
+        if missing:
+            raise SourceSetupError(
+                f"{what} in {table} at {pos} in the binlog of {self.where} lacks columns {missing}: the writing "
+                "session logged a partial row image (binlog_row_image MINIMAL or NOBLOB), and their values are "
+                "only in the source", ROW_IMAGE_HINT)
 
 
 def _key(schema: TableSchema, image: dict) -> tuple:
@@ -396,7 +453,10 @@ class BinlogReader:
 
     Values are what the snapshot reads (see `converter`): BIT as a padded bit string, binary kinds as bytes,
     JSON as text, SET as members in declared order, zero dates as None, DECIMAL as Decimal, TIME as its text,
-    and TIMESTAMP as a *naive datetime in UTC* (the snapshot reads it in a UTC session).
+    and TIMESTAMP as a *naive datetime in UTC* (the snapshot reads it in a UTC session). A row image may lack
+    columns (binlog_row_image MINIMAL/NOBLOB): those are absent from the change, never None.
+
+    An XA transaction is one Transaction at its XA COMMIT, ending there; a rolled-back one yields nothing.
     """
 
     def __init__(self, url: DbUrl, server_id: int, schemas: dict[TableId, TableSchema]) -> None:
@@ -413,7 +473,8 @@ class BinlogReader:
         With `stop_at`, return after the group ending at or after it, or once the log end reached it; the
         last boundary is reported (as Idle) before returning. Without it, read until `close()`.
         Raises PositionLost (start purged or not an event boundary), UnreachableError, SourceSetupError."""
-        asm = _Assembler(start, self.schemas, str(self.url))
+        lookup = _PreparedBefore(self.url, default_server_id(f"{self.server_id}#xa"), self.schemas, start)
+        asm = _Assembler(start, self.schemas, str(self.url), lookup)
         reported, last_yield = start, time.monotonic()
         blocking = stop_at is None  # a bounded read drains the log first, then waits only if it must
         while not self._closed:
@@ -449,6 +510,44 @@ class BinlogReader:
 
     def close(self) -> None:
         self._closed = True
+
+
+class _PreparedBefore:
+    """Changes of XA transactions prepared before `start` and still pending there, for their XA COMMIT after it.
+
+    A checkpoint, a watermark or a startup position may lie between an XA's PREPARE and its COMMIT. The binlog
+    is re-read from the start of `start`'s file up to `start`, then from one file earlier, and so on, until the
+    xid turns up; each re-read uses its own server_id, as the reader's own stream stays open meanwhile."""
+
+    def __init__(self, url: DbUrl, server_id: int, schemas: dict[TableId, TableSchema], start: MysqlPosition) -> None:
+        self.url, self.server_id, self.schemas, self.start = url, server_id, schemas, start
+        self._pending: dict[XaId, list[RowChange]] = {}
+        self._scanned_from: MysqlPosition | None = None
+
+    def __call__(self, xid: XaId, commit: MysqlPosition) -> list[RowChange]:
+        if xid in self._pending:
+            return self._pending[xid]
+        firsts = [MysqlPosition(f, FIRST_EVENT_OFFSET) for f in _binary_logs(self.url)]
+        for first in reversed([f for f in firsts if not is_before(self.start, f)]):
+            if self._scanned_from is not None and not is_before(first, self._scanned_from):
+                continue
+            self._pending, self._scanned_from = self._pending_at_start(first), first
+            if xid in self._pending:
+                return self._pending[xid]
+        gtrid, bqual, format_id = xid
+        raise PositionLost(f"the XA transaction X'{gtrid.hex()}',X'{bqual.hex()}',{format_id} committed at {commit} "
+                           f"in the binlog of {self.url} was prepared before {self.start}, in a binlog that is no "
+                           "longer there: its changes cannot be read", REPLAN_HINT)
+
+    def _pending_at_start(self, first: MysqlPosition) -> dict[XaId, list[RowChange]]:
+        asm = _Assembler(first, self.schemas, str(self.url))
+        stream = _open(self.url, self.server_id, first, READER_EVENTS, self.schemas)
+        try:
+            while is_before(asm.boundary, self.start) and (event := _fetch(stream, self.url, first)) is not None:
+                asm.feed(event)
+        finally:
+            stream.close()
+        return asm.prepared
 
 
 # ---- startup_mode=timestamp ---------------------------------------------------------------------------------

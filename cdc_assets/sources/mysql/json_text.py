@@ -1,0 +1,86 @@
+"""MySQL 8 binary JSON, as decoded by pymysqlreplication, printed as MySQL prints the document (what the
+snapshot reads from a JSON column); MariaDB's JSON is LONGTEXT and already text.
+
+Format: sql/json_binary.h (binary layout) and sql-common/json_dom.cc `wrapper_to_string` (the text).
+"""
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pymysqlreplication import json_binary
+from pymysqlreplication.json_binary import JsonDiff
+from pymysqlreplication.util.bytes import decode_decimal, decode_variable_length
+
+from cdc_assets.errors import SourceSetupError
+
+
+def json_text(value: Any) -> str:
+    """A JSON column's binlog value as the snapshot reads it: the server's own text of the document."""
+    if isinstance(value, str):
+        return value  # MariaDB: JSON is LONGTEXT, already text
+    if isinstance(value, JsonDiff):
+        raise SourceSetupError("the binlog holds a partial JSON update, not the full row image",
+                               "set binlog_row_value_options='' in the server config")
+    # MySQL 8 binary JSON decodes to Python values with bytes for keys and strings.
+    return _mysql_json(value)
+
+
+def _mysql_json(value: Any) -> str:
+    """A decoded binary JSON document as MySQL prints it (Json_wrapper::to_string): ", " and ": " between
+    members, keys in stored order."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_mysql_json(k)}: {_mysql_json(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_mysql_json(v) for v in value) + "]"
+    if isinstance(value, JsonScalar):
+        return value.text
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    return json.dumps(value, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class JsonScalar:
+    """An opaque scalar of MySQL binary JSON (DECIMAL, a temporal value, raw bytes), as its JSON text."""
+
+    text: str
+
+
+MYSQL_TYPE_TIMESTAMP, MYSQL_TYPE_DATE, MYSQL_TYPE_TIME, MYSQL_TYPE_DATETIME = 7, 10, 11, 12
+MYSQL_TYPE_NEWDECIMAL, MYSQL_TYPE_VAR_STRING = 246, 253
+_PACKED_FRACTION = 24  # packed temporal values: (integer part << 24) + microseconds (my_time.h MY_PACKED_TIME_MAKE)
+
+
+def _json_opaque(data: bytes) -> JsonScalar:
+    """An opaque JSON value: field type, variable length, data (sql/json_binary.h), printed like MySQL's
+    wrapper_to_string: DECIMAL by decimal2string (its scale kept), temporal values by my_TIME_to_str with 6
+    decimals, anything else as "base64:type<N>:...". Replaces the library's parse_opaque, which decodes a DATE as
+    a datetime, drops a TIME's sign (and fails beyond 23 hours) and a TIMESTAMP's value."""
+    field_type = data[0]
+    length, n = decode_variable_length(data[1:])
+    payload = data[1 + n:1 + n + length]
+    if field_type == MYSQL_TYPE_NEWDECIMAL:
+        return JsonScalar(format(decode_decimal(payload), "f"))
+    if field_type == MYSQL_TYPE_VAR_STRING:
+        return JsonScalar(json.dumps(payload.decode("utf-8", errors="replace"), ensure_ascii=False))
+    if field_type in (MYSQL_TYPE_DATE, MYSQL_TYPE_DATETIME, MYSQL_TYPE_TIMESTAMP, MYSQL_TYPE_TIME):
+        return JsonScalar(f'"{_packed_temporal_text(field_type, int.from_bytes(payload[:8], "little", signed=True))}"')
+    return JsonScalar(json.dumps(f"base64:type{field_type}:{base64.b64encode(payload).decode()}"))
+
+
+def _packed_temporal_text(field_type: int, packed: int) -> str:
+    sign, magnitude = ("-" if packed < 0 else ""), abs(packed)
+    whole, micros = magnitude >> _PACKED_FRACTION, magnitude % (1 << _PACKED_FRACTION)
+    if field_type == MYSQL_TYPE_TIME:  # hour(10) minute(6) second(6); hours up to 838
+        return f"{sign}{whole >> 12 & 0x3FF:02}:{whole >> 6 & 0x3F:02}:{whole & 0x3F:02}.{micros:06}"
+    ymd, hms = whole >> 17, whole & 0x1FFFF  # year*13+month (17) day (5) | hour (5) minute (6) second (6)
+    date = f"{(ymd >> 5) // 13:04}-{(ymd >> 5) % 13:02}-{ymd & 0x1F:02}"
+    if field_type == MYSQL_TYPE_DATE:
+        return date
+    return f"{date} {hms >> 12:02}:{hms >> 6 & 0x3F:02}:{hms & 0x3F:02}.{micros:06}"
+
+
+json_binary.parse_opaque = _json_opaque  # the library's parse_json looks it up in its module at each call
