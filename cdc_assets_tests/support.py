@@ -76,3 +76,9 @@ def source_database(servers, kind: str, name: str, statements: list[str]):
             with conn.cursor() as cur:
                 cur.execute(f"DROP DATABASE `{name}`")
         conn.close()
+
+
+def postgres_target(servers, name: str):
+    """A fresh target database on the private PostgreSQL; an autocommit connection to it."""
+    servers.postgres.create_database(name)
+    return servers.postgres.connect(name)

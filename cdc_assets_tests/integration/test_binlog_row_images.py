@@ -5,7 +5,7 @@ import pytest
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import SourceSetupError
-from cdc_assets_tests.support import config_for, fetch_rows, source_database
+from cdc_assets_tests.support import config_for, fetch_rows, postgres_target, source_database
 
 SEED = ["CREATE TABLE t (id INT PRIMARY KEY, a INT DEFAULT 5, s VARCHAR(20), b BLOB, txt TEXT)"]
 ROWS = 12
@@ -15,9 +15,7 @@ ROWS = 12
 def task(servers, unique_name, tmp_path):
     """(runtime starting at the log end, source connection, target connection, database name)"""
     target = f"{unique_name}_tgt"
-    servers.postgres.create_database(target)
-    tgt = servers.postgres.connect(target)
-    tgt.autocommit = True
+    tgt = postgres_target(servers, target)
     with source_database(servers, "mysql", unique_name, SEED) as src:
         config = config_for(tmp_path, servers, task_id="images", source="mysql", source_db=unique_name,
                             tables=[f"{unique_name}.t"], target="postgres", target_db=target,

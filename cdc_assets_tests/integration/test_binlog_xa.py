@@ -8,7 +8,7 @@ import pytest
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import PositionLost
-from cdc_assets_tests.support import config_for, fetch_rows, source_database
+from cdc_assets_tests.support import config_for, fetch_rows, postgres_target, source_database
 
 SEED = ["CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO t VALUES (1, 'one'), (2, 'two')"]
 
@@ -17,9 +17,7 @@ SEED = ["CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO t VAL
 def task(servers, unique_name, tmp_path):
     """(runtime whose checkpoint is the log end after the seed, connect(), target rows(), source rows())"""
     target = f"{unique_name}_tgt"
-    servers.postgres.create_database(target)
-    tgt = servers.postgres.connect(target)
-    tgt.autocommit = True
+    tgt = postgres_target(servers, target)
     with source_database(servers, "mysql", unique_name, SEED) as src:
         config = config_for(tmp_path, servers, task_id="xa", source="mysql", source_db=unique_name,
                             tables=[f"{unique_name}.t"], target="postgres", target_db=target,

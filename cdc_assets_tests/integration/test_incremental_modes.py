@@ -9,7 +9,7 @@ from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.schema_changes import SchemaChangeHalted
 from cdc_assets.errors import ConfigError, PlanError, PositionLost
-from cdc_assets_tests.support import config_for, fetch_rows, source_database
+from cdc_assets_tests.support import config_for, fetch_rows, postgres_target, source_database
 
 SEED = ["CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1), (2, 2)"]
 
@@ -18,9 +18,7 @@ SEED = ["CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 
 def task(servers, unique_name, tmp_path):
     """(make_runtime(**pipeline), source connection, target connection, database name)"""
     target = f"{unique_name}_tgt"
-    servers.postgres.create_database(target)
-    tgt = servers.postgres.connect(target)
-    tgt.autocommit = True
+    tgt = postgres_target(servers, target)
     with source_database(servers, "mysql", unique_name, SEED) as src:
         runtimes = []
 
