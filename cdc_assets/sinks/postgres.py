@@ -7,6 +7,9 @@ from cdc_assets.core.batches import TableChanges
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.sinks.base import SqlSink, Transport
 
+PAGE_ROWS = 5000  # rows per statement
+PAGE_BYTES = 64 << 20  # rough text size per statement: far below PostgreSQL's 1 GB limit on one message
+
 _FROM_MYSQL = {
     Kind.UINT64: "numeric(20,0)", Kind.FLOAT32: "real", Kind.FLOAT64: "double precision", Kind.BINARY: "bytea",
     Kind.DATE: "date", Kind.YEAR: "smallint", Kind.JSON: "jsonb", Kind.ENUM: "text", Kind.SET: "text",
@@ -47,23 +50,24 @@ class PostgresSink(SqlSink):
             # column's type exactly as the snapshot's text would.
             return (", ".join(self.q(n) for n in names), "(" + ", ".join(f"%s::{types[n]}" for n in names) + ")")
 
+        def execute(sql: str, rows: list[tuple], template: str) -> None:
+            for page in _pages(rows):
+                execute_values(cursor, sql, page, template=template, page_size=len(page))
+
         match = " AND ".join(f"t.{self.q(k)} = v.{self.q(k)}" for k in key)
         gone = [*changes.deletes, *changes.rows]
         if gone:
             cols, template = values(key)
-            execute_values(cursor, f"DELETE FROM {table} AS t USING (VALUES %s) AS v({cols}) WHERE {match}",
-                           gone, template=template, page_size=len(gone))
+            execute(f"DELETE FROM {table} AS t USING (VALUES %s) AS v({cols}) WHERE {match}", gone, template)
         if changes.rows:
             names = [c.name for c in schema.columns]
             cols, template = values(names)
             rows = [tuple(row.get(n) for n in names) for row in changes.rows.values()]
-            execute_values(cursor, f"INSERT INTO {table} ({cols}) VALUES %s", rows, template=template,
-                           page_size=len(rows))
+            execute(f"INSERT INTO {table} ({cols}) VALUES %s", rows, template)
         for names, rows in _by_columns(changes.partial, key).items():
             cols, template = values(names)
             sets = ", ".join(f"{self.q(n)} = v.{self.q(n)}" for n in names if n not in key)
-            execute_values(cursor, f"UPDATE {table} AS t SET {sets} FROM (VALUES %s) AS v({cols}) WHERE {match}",
-                           rows, template=template, page_size=len(rows))
+            execute(f"UPDATE {table} AS t SET {sets} FROM (VALUES %s) AS v({cols}) WHERE {match}", rows, template)
 
     def relation_bytes(self, cursor, table: str, name: TableId) -> int:
         cursor.execute("SELECT pg_total_relation_size(%s::regclass)", (table,))
@@ -93,6 +97,32 @@ def mysql_to_postgres(column: Column) -> str:
     if kind == Kind.BIT:
         return f"bit({column.length})"
     return _FROM_MYSQL[kind]
+
+
+def _pages(rows: list[tuple]) -> list[list[tuple]]:
+    """`rows` cut into statements of at most PAGE_ROWS rows and about PAGE_BYTES of values (a row alone may be
+    larger: it goes alone)."""
+    pages, page, size = [], [], 0
+    for row in rows:
+        row_size = sum(_text_size(v) for v in row)
+        if page and (len(page) == PAGE_ROWS or size + row_size > PAGE_BYTES):
+            pages.append(page)
+            page, size = [], 0
+        page.append(row)
+        size += row_size
+    return pages + [page] if page else pages
+
+
+def _text_size(value) -> int:
+    """Roughly how long `value` is as SQL text: bytea travels as hex, multi-byte characters count once (the
+    budget leaves room for that)."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return 2 * len(value)
+    if isinstance(value, (list, tuple)):
+        return sum(_text_size(v) for v in value)
+    return 16
 
 
 def _by_columns(partial: dict[tuple, dict], key: tuple[str, ...]) -> dict[tuple[str, ...], list[tuple]]:

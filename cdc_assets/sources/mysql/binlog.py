@@ -33,7 +33,7 @@ from pymysqlreplication.json_binary import JsonDiff
 from pymysqlreplication.row_event import (DeleteRowsEvent, PartialUpdateRowsEvent, RowsEvent, UpdateRowsEvent,
                                           WriteRowsEvent)
 
-from cdc_assets.core.events import Idle, Op, RowChange, SchemaChange, Transaction
+from cdc_assets.core.events import Idle, Op, RowChange, SchemaChange, Transaction, TransactionPart
 from cdc_assets.core.positions import MysqlPosition, is_before
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
@@ -221,17 +221,21 @@ class _Assembler:
 
     A "ROLLBACK" that reaches the binlog ends a group too: only non-transactional changes are logged before
     it, and those did happen. `feed` returns None inside a group and a list (maybe empty) at each group end
-    and at each heartbeat.
+    and at each heartbeat; with `part_events`, also TransactionParts of exactly that many changes inside a
+    group whenever that many are held, so that no more are held at once.
     """
 
-    def __init__(self, start: MysqlPosition, schemas: dict[TableId, TableSchema], where: str) -> None:
+    def __init__(self, start: MysqlPosition, schemas: dict[TableId, TableSchema], where: str,
+                 part_events: int | None = None) -> None:
         self.boundary = start
         self.schemas = schemas
         self.where = where
+        self.part_events = part_events
         self.file = start.file
         self.inside = False
         self.gtid = ""
         self.changes: list[RowChange] = []
+        self.parted = False  # parts of the current group were handed out
         self._convs = {table: converters(schema) for table, schema in schemas.items()}
         self._handlers = {
             WriteRowsEvent: self._insert, UpdateRowsEvent: self._update, PartialUpdateRowsEvent: self._update,
@@ -240,11 +244,25 @@ class _Assembler:
             HeartbeatLogEvent: self._heartbeat,
         }
 
-    def feed(self, event) -> list[Transaction | SchemaChange] | None:
-        return self._handlers[type(event)](event)
+    def feed(self, event) -> list[Transaction | TransactionPart | SchemaChange] | None:
+        items = self._handlers[type(event)](event)
+        if items is None and self.part_events and len(self.changes) >= self.part_events:
+            return self._parts()
+        return items
+
+    def _parts(self) -> list[TransactionPart]:
+        # A row event's position lies inside its group, so strictly before the group's end.
+        n = self.part_events
+        parts = [TransactionPart(self.changes[i:i + n], self.changes[i + n - 1].position)
+                 for i in range(0, len(self.changes) - n + 1, n)]
+        self.changes, self.parted = self.changes[len(parts) * n:], True
+        return parts
 
     def restart(self) -> None:
         """Forget a partial group: the stream reopens at the boundary."""
+        if self.parted:  # re-reading the group would hand its first parts out twice
+            raise UnreachableError(f"the binlog stream of {self.where} ended inside a transaction handed out in "
+                                   "parts", "nothing to do: the run rolls the parts back and reads it again")
         self.file, self.inside, self.gtid, self.changes = self.boundary.file, False, "", []
 
     def caught_up(self, file: str, pos: int) -> None:
@@ -254,7 +272,7 @@ class _Assembler:
 
     def _end(self, event) -> MysqlPosition:
         self.boundary = MysqlPosition(self.file, event.packet.log_pos, self.gtid)
-        self.inside, self.gtid = False, ""
+        self.inside, self.gtid, self.parted = False, "", False
         return self.boundary
 
     def _commit(self, event, xid: int | None) -> list[Transaction | SchemaChange]:
@@ -391,15 +409,16 @@ class BinlogReader:
         self.schemas = schemas
         self._closed = False
 
-    def read(self, start: MysqlPosition, stop_at: MysqlPosition | None = None
-             ) -> Iterator[Transaction | SchemaChange | Idle]:
+    def read(self, start: MysqlPosition, stop_at: MysqlPosition | None = None, part_events: int | None = None
+             ) -> Iterator[Transaction | TransactionPart | SchemaChange | Idle]:
         """Yield what committed after `start`: Transactions with captured changes, SchemaChanges of captured
-        tables, and Idle(boundary) after ~1 s without either.
+        tables, and Idle(boundary) after ~1 s without either. With `part_events`, a transaction's changes
+        come in TransactionParts of that many before its Transaction (which holds the rest).
 
         With `stop_at`, return after the group ending at or after it, or once the log end reached it; the
         last boundary is reported (as Idle) before returning. Without it, read until `close()`.
         Raises PositionLost (start purged or not an event boundary), UnreachableError, SourceSetupError."""
-        asm = _Assembler(start, self.schemas, str(self.url))
+        asm = _Assembler(start, self.schemas, str(self.url), part_events)
         reported, last_yield = start, time.monotonic()
         blocking = stop_at is None  # a bounded read drains the log first, then waits only if it must
         while not self._closed:
