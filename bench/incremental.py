@@ -38,7 +38,7 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 import cdc_assets
-from cdc_assets.config import load_config
+from cdc_assets.config import PipelineConfig, load_config
 from cdc_assets.dev.servers import start_servers, stop_servers
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
@@ -411,7 +411,7 @@ def main() -> int:
 
 
 def big_transactions(kinds: tuple[str, ...], rows: int, mariadb, postgres, base: Path) -> int:
-    results = []
+    results, part = [], PipelineConfig(**PIPELINE)
     try:
         for kind in kinds:
             d = Direction(kind, mariadb, postgres, base)
@@ -419,7 +419,6 @@ def big_transactions(kinds: tuple[str, ...], rows: int, mariadb, postgres, base:
             results.append((d.name, big_transaction(d, rows)))
     finally:
         stop_servers(base / "servers")
-    part = load_config(base / f"{Direction(kinds[0], mariadb, postgres, base).task_cli}.yaml").pipeline
     print(f"\n{os.cpu_count()} CPUs (shared: noisy); one transaction updating {rows:,} rows; parts of "
           f"{part.transaction_part_events:,} changes; RSS: peak of the CLI sync process (VmHWM)")
     print(f"{'direction':<12} {'seconds':>8} {'events/s':>9} {'peak RSS MiB':>12}  checks")

@@ -276,8 +276,10 @@ class _Assembler:
         return self.boundary
 
     def _commit(self, event, xid: int | None) -> list[Transaction | SchemaChange]:
-        changes, self.changes = self.changes, []
-        return [Transaction(changes, self._end(event), float(event.timestamp), xid)]
+        changes, self.changes, parted = self.changes, [], self.parted
+        end = self._end(event)
+        # After parts the end must come even with no change left: it is what commits them.
+        return [Transaction(changes, end, float(event.timestamp), xid)] if changes or parted else []
 
     def _xid(self, event: XidEvent):
         return self._commit(event, event.xid)
@@ -431,9 +433,8 @@ class BinlogReader:
                     if items is None:
                         continue
                     for item in items:
-                        if isinstance(item, SchemaChange) or item.changes:
-                            yield item
-                            reported, last_yield = asm.boundary, time.monotonic()
+                        yield item
+                        reported, last_yield = asm.boundary, time.monotonic()
                     if stop_at is not None and not is_before(asm.boundary, stop_at):
                         break
                     if time.monotonic() - last_yield >= IDLE_AFTER:  # quiet, or busy with other tables

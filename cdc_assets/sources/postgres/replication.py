@@ -306,6 +306,7 @@ class _Assembler:
         self.replayed = False
         self.begin: pgoutput.Begin | None = None
         self.pending: list[tuple] = []  # (table, op, key, after, before)
+        self.parted = False  # parts of the current transaction were handed out
         self.relations: dict[int, _Relation] = {}
         self._handlers = {
             pgoutput.Begin: self._begin, pgoutput.Commit: self._commit, pgoutput.Relation: self._relation,
@@ -325,13 +326,13 @@ class _Assembler:
         n, floor = self.part_events, PgPosition(self.begin.final_lsn)
         parts = [TransactionPart([RowChange(*change) for change in self.pending[i:i + n]], floor)
                  for i in range(0, len(self.pending) - n + 1, n)]
-        self.pending = self.pending[len(parts) * n:]
+        self.pending, self.parted = self.pending[len(parts) * n:], True
         return parts
 
     def _begin(self, message: pgoutput.Begin) -> list:
         # A commit record never straddles `start` (a commit end or a keepalive's walEnd), so a transaction
         # whose commit record starts before it also ends at or before it.
-        self.inside, self.begin, self.pending = True, message, []
+        self.inside, self.begin, self.pending, self.parted = True, message, [], False
         self.replayed = message.final_lsn < self.start.lsn
         return []
 
@@ -340,7 +341,7 @@ class _Assembler:
         if self.replayed:
             return []
         end = self.boundary = PgPosition(message.end_lsn)
-        if not pending:
+        if not pending and not self.parted:  # after parts the end must come: it is what commits them
             return []
         changes = [RowChange(*change, position=end) for change in pending]
         return [Transaction(changes, end, message.commit_time.timestamp(), self.begin.xid)]
