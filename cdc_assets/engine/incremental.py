@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -30,6 +29,7 @@ from cdc_assets.engine.planning import describe
 from cdc_assets.engine.prefetch import prefetch
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.schema_changes import SchemaChangeHalted, added_columns, harmless
+from cdc_assets.engine.target_transaction import Parts, Tally, TargetTransaction
 from cdc_assets.errors import UnreachableError
 from cdc_assets.resumer.resumer import Checkpoint
 
@@ -70,43 +70,6 @@ class SyncReport:
 
 class _Restart(Exception):
     """Reopen the log with new schemas (after an applied ADD COLUMN)."""
-
-
-class _TargetTransaction:
-    """`sink.transaction()` held open across calls: a transaction in parts spans many items of the log."""
-
-    def __init__(self, sink) -> None:
-        self._scope = ExitStack()
-        self.cursor = self._scope.enter_context(sink.transaction())
-
-    def commit(self) -> None:
-        self._scope.close()
-
-    def rollback(self) -> None:
-        reason = RuntimeError("rolled back")
-        try:
-            self._scope.__exit__(RuntimeError, reason, None)
-        except Exception as exc:  # a lost connection: the server rolls the transaction back itself
-            log.warning("rolling back the target transaction failed (%s); the server drops it with the connection", exc)
-
-
-@dataclass
-class _Tally:
-    """What applied changes amount to, added to the report once their transaction committed."""
-
-    events: int = 0
-    rows: int = 0
-    per_table: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
-class _Parts:
-    """The transaction arriving in parts: applied in `target`, or `held` whole while the exactly-once filter
-    still needs its end."""
-
-    target: _TargetTransaction | None
-    held: list[RowChange] | None
-    tally: _Tally = field(default_factory=_Tally)
 
 
 def sync(rt: TaskRuntime, *, until_caught_up: bool = False, stop: threading.Event | None = None,
@@ -173,7 +136,7 @@ class _Session:
         report.checkpoint, report.schema_version = self.position, self.version
         self.skip = split_watermarks(rt) if self.pipeline.exactly_once else {}
         self.reader = rt.log.reader(self.schemas)
-        self._parts: _Parts | None = None
+        self._parts: Parts | None = None
 
     def _describe(self) -> dict[TableId, TableSchema]:
         return {t: describe(self.rt, t) for t in self.rt.config.source.table_ids}
@@ -248,9 +211,9 @@ class _Session:
                 log.warning("a transaction of more than %d changes committed while the snapshot ran (before %s): "
                             "held whole until its commit, which exactly-once filtering needs",
                             self.pipeline.transaction_part_events, part.floor)
-                parts = self._parts = _Parts(None, [])
+                parts = self._parts = Parts(None, [])
             else:
-                parts = self._parts = _Parts(_TargetTransaction(self.rt.sink), None)
+                parts = self._parts = Parts(TargetTransaction(self.rt.sink), None)
         if parts.held is not None:
             parts.held.extend(part.changes)
             return
@@ -281,11 +244,11 @@ class _Session:
         if not batch:
             return
         changes = [c for tx in batch.transactions for c in tx.changes]
-        tally = _Tally()
+        tally = Tally()
         self._checkpoint(batch.events, batch.end, lambda cur: self._apply(cur, changes, tally))
         self._applied(tally, len(batch.transactions), batch.commit_time)
 
-    def _apply(self, cursor, changes: list[RowChange], tally: _Tally) -> None:
+    def _apply(self, cursor, changes: list[RowChange], tally: Tally) -> None:
         net = compact(changes, self.schemas)
         for table, table_changes in net.items():
             self.rt.sink.apply_changes(cursor, self.schemas[table], table_changes)
@@ -294,7 +257,7 @@ class _Session:
         for c in changes:
             tally.per_table[str(c.table)] = tally.per_table.get(str(c.table), 0) + 1
 
-    def _applied(self, tally: _Tally, transactions: int, commit_time: float | None) -> None:
+    def _applied(self, tally: Tally, transactions: int, commit_time: float | None) -> None:
         report = self.report
         report.batches += 1
         report.transactions += transactions
@@ -313,14 +276,14 @@ class _Session:
             self._checkpoint(0, position)
 
     def _checkpoint(self, events: int, position: Position, apply: Callable | None = None,
-                    target: _TargetTransaction | None = None, extra: list | None = None) -> None:
+                    target: TargetTransaction | None = None, extra: list | None = None) -> None:
         """Apply (maybe nothing) and checkpoint at `position`, in `target` or a new target transaction: with
         `from_target` the checkpoint commits with the changes, else it is written right after their commit."""
         rt, resumer = self.rt, self.rt.resumer
         self.events += events
         records = [*self._pending_schema, *(extra or []),
                    *resumer.checkpoint_records(Checkpoint(position, self.version, self.events))]
-        target = target or _TargetTransaction(rt.sink)
+        target = target or TargetTransaction(rt.sink)
         try:
             if apply is not None:
                 apply(target.cursor)
