@@ -67,6 +67,10 @@ class SplitPlan:
     boundaries: tuple[KeyValue, ...]  # n-1 inner boundaries for n splits
     estimated_rows: tuple[int, ...]
     created_at: str
+    # The source's log position when the table was planned, after it joined the publication (PostgreSQL): every
+    # low watermark of the plan comes later. A table planned while the log phase already runs holds the slot's
+    # acknowledgement here until it joins. Part of the id: a table planned again is snapshotted again.
+    planned_at: dict | None = None
 
     def __post_init__(self) -> None:
         if len(self.estimated_rows) != len(self.boundaries) + 1:
@@ -74,7 +78,8 @@ class SplitPlan:
 
     @property
     def plan_id(self) -> str:
-        body = json.dumps([str(self.table), self.split_column, self.key_kind, list(self.boundaries)])
+        shape = [str(self.table), self.split_column, self.key_kind, list(self.boundaries)]
+        body = json.dumps(shape if self.planned_at is None else [*shape, self.planned_at], sort_keys=True)
         return hashlib.sha256(body.encode()).hexdigest()[:12]
 
     @property
@@ -105,6 +110,7 @@ class SplitPlan:
             "boundaries": list(self.boundaries),
             "estimated_rows": list(self.estimated_rows),
             "created_at": self.created_at,
+            **({"planned_at": self.planned_at} if self.planned_at is not None else {}),
         }
 
     @classmethod
@@ -116,6 +122,7 @@ class SplitPlan:
             boundaries=tuple(data["boundaries"]),
             estimated_rows=tuple(data["estimated_rows"]),
             created_at=data["created_at"],
+            planned_at=data.get("planned_at"),
         )
         if data.get("plan_id") not in (None, plan.plan_id):
             raise ValueError(f"plan of {plan.table} was edited: stored id {data['plan_id']} != {plan.plan_id}")

@@ -16,6 +16,7 @@ from cdc_assets.defs.names import asset_key
 from cdc_assets.defs.resources import CdcTask
 from cdc_assets.engine.incremental import SyncReport, sync
 from cdc_assets.engine.log_start import snapshot_progress, unfinished_reason
+from cdc_assets.engine.membership import membership
 from cdc_assets.engine.planning import load_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import CdcError
@@ -100,16 +101,22 @@ def incremental_sensor(config: TaskConfig, config_path: str, job: dg.JobDefiniti
 
 
 def _decide(runtime: TaskRuntime):
-    if runtime.config.pipeline.startup_mode == "initial":
+    checkpoint = runtime.resumer.checkpoint()
+    if checkpoint is None and runtime.config.pipeline.startup_mode == "initial":
         waiting = unfinished_reason(snapshot_progress(runtime))
         if waiting:
             return dg.SkipReason(f"waiting for the snapshot: {waiting}")
-    checkpoint = runtime.resumer.checkpoint()
+    changed = ""
     if checkpoint is not None:
+        applied = runtime.resumer.schemas(checkpoint.schema_version) or runtime.config.source.table_ids
+        members = membership(runtime, applied)
         end = runtime.source.current_position()
-        if not is_before(checkpoint.position, end):
-            return dg.SkipReason(f"caught up: checkpoint {checkpoint.position} is the source's log end")
+        if not members.changed and not is_before(checkpoint.position, end):
+            waiting = f"; waiting for the snapshot: {'; '.join(members.waiting)}" if members.waiting else ""
+            return dg.SkipReason(f"caught up: checkpoint {checkpoint.position} is the source's log end{waiting}")
+        # A table joining or leaving needs a run even at the log end, and a key of its own.
+        changed = ",".join(sorted([*map(str, members.joining), *(f"-{t}" for t in members.removed)]))
     plans = ",".join(sorted(p.plan_id for p in load_plans(runtime).values()))
     # Once per plan and checkpoint: never twice for the same start, and a new key after each run's progress.
     run_key = f"{hashlib.sha256(plans.encode()).hexdigest()[:12]}@{checkpoint.position if checkpoint else 'start'}"
-    return dg.RunRequest(run_key=run_key, tags={TASK_TAG: runtime.config.task_id})
+    return dg.RunRequest(run_key=run_key + (f"+{changed}" if changed else ""), tags={TASK_TAG: runtime.config.task_id})

@@ -21,19 +21,21 @@ from typing import Callable
 
 from cdc_assets.core.batches import Batch, compact, split_key_change
 from cdc_assets.core.events import Idle, RowChange, SchemaChange, Transaction, TransactionPart
-from cdc_assets.core.positions import Position, is_before
+from cdc_assets.core.positions import Position, earliest, is_before
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.faults import crash_point
 from cdc_assets.engine.log_start import resolve_start, split_watermarks
+from cdc_assets.engine.membership import membership, release_bound
 from cdc_assets.engine.planning import describe
 from cdc_assets.engine.prefetch import prefetch
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.schema_changes import SchemaChangeHalted, added_columns, harmless
 from cdc_assets.engine.target_transaction import Parts, Tally, TargetTransaction
-from cdc_assets.errors import UnreachableError
+from cdc_assets.errors import PositionLost, UnreachableError
 from cdc_assets.resumer.resumer import Checkpoint
 
 log = logging.getLogger("cdc_assets.incremental")
+MEMBERSHIP_CHECK_SECS = 10.0  # how often a running session looks for added tables whose snapshot finished
 
 
 @dataclass
@@ -44,7 +46,7 @@ class SyncReport:
     start_reason: str = ""
     checkpoint: Position | None = None
     events: int = 0  # row changes read and applied (before compaction)
-    skipped: int = 0  # exactly-once: changes the snapshot already held
+    skipped: int = 0  # changes the target held already: in the snapshot (exactly-once), or applied by a table ahead
     transactions: int = 0
     batches: int = 0
     rows_written: int = 0  # after compaction by key
@@ -55,14 +57,20 @@ class SyncReport:
     seconds: float = 0.0
     schema_version: int = 0
     ended: str = ""
+    joined: list[str] = field(default_factory=list)  # tables that joined the log phase in this run
+    removed: list[str] = field(default_factory=list)  # tables no longer applied (removed from source.tables)
+    waiting: list[str] = field(default_factory=list)  # added tables whose snapshot is not finished
 
     def lines(self) -> list[str]:
         tables = ", ".join(f"{t}: {n}" for t, n in sorted(self.per_table.items())) or "none"
         return [
             f"started at {self.start} ({self.start_reason})",
             f"applied {self.events} changes in {self.transactions} transactions, {self.batches} batches "
-            f"({self.rows_written} rows written after compaction, {self.skipped} skipped as already in the snapshot)",
+            f"({self.rows_written} rows written after compaction, {self.skipped} skipped as already in the target)",
             f"per table: {tables}",
+            *([f"joined the log phase: {', '.join(self.joined)}"] if self.joined else []),
+            *([f"no longer applied (removed from source.tables): {', '.join(self.removed)}"] if self.removed else []),
+            *([f"waiting for their snapshot: {'; '.join(self.waiting)}"] if self.waiting else []),
             f"checkpoint: {self.checkpoint}; lag {_fmt(self.lag_seconds, 's')}, {_fmt(self.lag_bytes, ' bytes')} of log",
             f"{self.ended} after {self.seconds:.1f} s" + (f", {self.retries} reconnects" if self.retries else ""),
         ]
@@ -116,14 +124,17 @@ class _Session:
         self.rt, self.report, self.stop, self.on_batch = rt, report, stop, on_batch
         self.pipeline = rt.config.pipeline
         self._pending_schema: list = []  # schema records to write with the next checkpoint
+        self.ahead: dict[TableId, Position] = {}  # tables that applied the log further than `position`
         resumer = rt.resumer
         checkpoint = resumer.checkpoint()
         if checkpoint is not None:
             self.position, self.version, self.events = checkpoint.position, checkpoint.schema_version, checkpoint.events
             self.schemas = resumer.schemas(self.version) or self._describe()
+            self.ahead = dict(checkpoint.ahead)
             reason = "checkpoint"
             if self.pipeline.startup_mode != "initial" and not report.start:
                 log.info("a checkpoint exists: startup_mode %s is not used", self.pipeline.startup_mode)
+            reason = self._follow_config(reason)
         else:
             self.position, reason = resolve_start(rt)
             self.version, self.events = 0, 0
@@ -135,8 +146,46 @@ class _Session:
             report.start, report.start_reason = str(self.position), reason
         report.checkpoint, report.schema_version = self.position, self.version
         self.skip = split_watermarks(rt) if self.pipeline.exactly_once else {}
+        self.members_checked = time.monotonic()
         self.reader = rt.log.reader(self.schemas)
         self._parts: Parts | None = None
+
+    def _follow_config(self, reason: str) -> str:
+        """Tables added to or removed from source.tables since the checkpoint's schema version: removed ones stop
+        being applied, finished ones join from their own start (see engine/membership.py)."""
+        members = membership(self.rt, self.schemas)
+        self.report.waiting = members.waiting
+        for table in members.waiting:
+            log.warning("not applied yet, waiting for its snapshot: %s", table)
+        if not members.changed:
+            return reason
+        schemas = {t: s for t, s in self.schemas.items() if t not in members.removed}
+        for table in members.removed:
+            log.warning("%s was removed from source.tables: its changes are no longer applied (the target table is "
+                        "left as it is) and its plan is dropped; adding it back snapshots it again", table)
+            self.rt.plans.delete(table)
+            self.ahead.pop(table, None)
+        earliest_log = self.rt.log.earliest() if members.joining else None
+        applied = {t: self.ahead.get(t, self.position) for t in schemas}
+        for table, start in sorted(members.joining.items()):
+            if is_before(start, earliest_log):
+                raise PositionLost(
+                    f"{table} joins the log phase from its snapshot's low watermark {start}, but the source keeps "
+                    f"its log only from {earliest_log}", f"re-snapshot {table}: remove it from source.tables, run "
+                    "one sync, add it back (it is planned and snapshotted again)")
+            schemas[table] = describe(self.rt, table)
+            applied[table] = start
+            log.info("%s joins the log phase from %s, the minimum low watermark of its splits", table, start)
+        self.schemas = schemas
+        self.position = earliest(list(applied.values())) if applied else self.position
+        self.ahead = {t: p for t, p in applied.items() if is_before(self.position, p)}
+        self.version += 1
+        self._pending_schema = self.rt.resumer.schema_records(self.version, self.schemas)
+        self.report.joined += [str(t) for t in sorted(members.joining)]
+        self.report.removed += [str(t) for t in members.removed]
+        return f"{reason}; " + "; ".join(
+            [f"{t} joins from {p}" for t, p in sorted(members.joining.items())]
+            + [f"{t} removed" for t in members.removed])
 
     def _describe(self) -> dict[TableId, TableSchema]:
         return {t: describe(self.rt, t) for t in self.rt.config.source.table_ids}
@@ -182,6 +231,8 @@ class _Session:
                 # bounded in time could then never get past it.
                 if self.stop.is_set() and self._parts is None:
                     break
+                if not batch and self._parts is None and self._members_changed():
+                    raise _Restart()  # a table finished its snapshot meanwhile: reopen the log from its start
             self._flush(batch)
             if idle_at is not None:
                 self._advance(idle_at)
@@ -189,8 +240,21 @@ class _Session:
             items.close()
             self._abandon_parts()
 
+    def _members_changed(self) -> bool:
+        """Every MEMBERSHIP_CHECK_SECS, and only in a checkpointed session: has a table finished its snapshot?"""
+        if time.monotonic() - self.members_checked < MEMBERSHIP_CHECK_SECS or self._pending_schema:
+            return False
+        self.members_checked = time.monotonic()
+        return bool(membership(self.rt, self.schemas).joining)
+
     def _filter(self, tx: Transaction) -> Transaction:
-        """Exactly-once: leave out changes the snapshot already holds (at or before their split's high watermark)."""
+        """Leave out changes of tables that applied the log past this transaction already (`ahead`), and, with
+        exactly-once, changes the snapshot already holds (at or before their split's high watermark)."""
+        if self.ahead:
+            kept = [c for c in tx.changes if not ((p := self.ahead.get(c.table)) and not is_before(p, tx.end))]
+            self.report.skipped += len(tx.changes) - len(kept)
+            self.ahead = {t: p for t, p in self.ahead.items() if is_before(tx.end, p)}
+            tx = Transaction(kept, tx.end, tx.commit_time, tx.xid) if len(kept) != len(tx.changes) else tx
         if not self.skip:
             return tx
         parts = [p for c in tx.changes for p in split_key_change(c, self.schemas[c.table].primary_key)]
@@ -200,16 +264,17 @@ class _Session:
         return Transaction(kept, tx.end, tx.commit_time, tx.xid) if len(kept) != len(parts) else tx
 
     def _may_skip(self, floor: Position) -> bool:
-        """Might the exactly-once filter skip changes of a transaction that ends after `floor`? Which ones
-        depends on that end, known only at its commit."""
-        return any(not w.plain(floor) for w in self.skip.values())
+        """Might `_filter` skip changes of a transaction that ends after `floor`? Which ones depends on that
+        end, known only at its commit."""
+        return (any(is_before(floor, p) for p in self.ahead.values())
+                or any(not w.plain(floor) for w in self.skip.values()))
 
     def _part(self, part: TransactionPart) -> None:
         parts = self._parts
         if parts is None:
             if self._may_skip(part.floor):
-                log.warning("a transaction of more than %d changes committed while the snapshot ran (before %s): "
-                            "held whole until its commit, which exactly-once filtering needs",
+                log.warning("a transaction of more than %d changes committed while the snapshot ran or before a "
+                            "table's own position (before %s): held whole until its commit, which filtering needs",
                             self.pipeline.transaction_part_events, part.floor)
                 parts = self._parts = Parts(None, [])
             else:
@@ -281,8 +346,9 @@ class _Session:
         `from_target` the checkpoint commits with the changes, else it is written right after their commit."""
         rt, resumer = self.rt, self.rt.resumer
         self.events += events
+        self.ahead = {t: p for t, p in self.ahead.items() if is_before(position, p)}
         records = [*self._pending_schema, *(extra or []),
-                   *resumer.checkpoint_records(Checkpoint(position, self.version, self.events))]
+                   *resumer.checkpoint_records(Checkpoint(position, self.version, self.events, self.ahead))]
         target = target or TargetTransaction(rt.sink)
         try:
             if apply is not None:
@@ -299,7 +365,7 @@ class _Session:
         self._pending_schema = []
         self.position = self.report.checkpoint = position
         self.report.schema_version = self.version
-        self.reader.acknowledge(position)
+        self.reader.acknowledge(release_bound(rt, self.schemas, position))
 
     def _schema_change(self, change: SchemaChange) -> None:
         policy, table = self.pipeline.schema_change_policy, change.table

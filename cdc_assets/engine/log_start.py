@@ -40,7 +40,7 @@ def resolve_start(rt: TaskRuntime) -> tuple[Position, str]:
         reason = unfinished_reason(snapshot_progress(rt))
         if reason:
             raise PlanError(f"the snapshot is not finished: {reason}", SNAPSHOT_HINT)
-        lows = [position_from_json(r.position_data["low_watermark"]) for r in _finished_of_plans(rt)]
+        lows = [position_from_json(r.position_data["low_watermark"]) for r in finished_of_plans(rt)]
         return earliest(lows), f"initial: the minimum low watermark over {len(lows)} splits"
     rt.log.prepare(rt.config.source.table_ids)  # a PostgreSQL slot from now on, if planning did not make it
     if mode == "latest":
@@ -56,7 +56,7 @@ def resolve_start(rt: TaskRuntime) -> tuple[Position, str]:
     return position, "position: given in pipeline.start_position"
 
 
-def _finished_of_plans(rt: TaskRuntime):
+def finished_of_plans(rt: TaskRuntime):
     plans = load_plans(rt)
     ids = {p.plan_id for p in plans.values()}
     return [r for r in rt.resumer.finished().values() if r.position_data.get("plan_id") in ids]
@@ -65,7 +65,7 @@ def _finished_of_plans(rt: TaskRuntime):
 def split_watermarks(rt: TaskRuntime) -> dict[TableId, TableWatermarks]:
     """Per table, each split's high watermark: what the exactly-once filter skips."""
     highs: dict[TableId, dict[int, Position]] = {}
-    for r in _finished_of_plans(rt):
+    for r in finished_of_plans(rt):
         d = r.position_data
         table = TableId(d["schema"], d["tb"])
         highs.setdefault(table, {})[int(r.position_key.rpartition(":")[2])] = position_from_json(d["high_watermark"])

@@ -1,7 +1,8 @@
 """Plan time: every check that can refuse a task runs here, before any split is read."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, replace
 
 from cdc_assets.core.splits import SplitPlan
 from cdc_assets.core.watermarks import ORDERED_KINDS
@@ -9,6 +10,8 @@ from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.plans import plan_table
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import PlanError
+
+log = logging.getLogger("cdc_assets.planning")
 
 
 @dataclass(frozen=True)
@@ -31,12 +34,14 @@ def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
     rt.source.check_capture()
     schemas = [describe(rt, t) for t in rt.config.source.table_ids]
     rt.log.prepare(rt.config.source.table_ids)  # before any low watermark: the log from there on is kept
+    planned_at = None  # taken once, and only when a table needs a plan
     for schema in schemas:
         rt.sink.ensure_table(schema)
     if replan:
         for schema in schemas:
             rt.plans.delete(schema.table)
         rt.resumer.clear()
+    _drop_abandoned_plans(rt)
     out = []
     for schema in schemas:
         existing = rt.plans.load(schema.table)
@@ -47,7 +52,9 @@ def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
                     f"'{schema.split_column.name}'", "run `cdc-assets plan --replan` to re-plan and re-snapshot the task")
             out.append(TablePlan(schema, existing, created=False))
             continue
-        plan = plan_table(rt.source, schema, rt.config.snapshot.split_size)
+        if planned_at is None:
+            planned_at = rt.source.current_position().to_json()
+        plan = replace(plan_table(rt.source, schema, rt.config.snapshot.split_size), planned_at=planned_at)
         if rt.config.pipeline.exactly_once and plan.key_kind not in ORDERED_KINDS:
             raise PlanError(
                 f"exactly_once needs {schema.table} to split on an integer or decimal column; it splits on "
@@ -57,6 +64,19 @@ def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
         rt.plans.save(plan)
         out.append(TablePlan(schema, plan, created=True))
     return out
+
+
+def _drop_abandoned_plans(rt: TaskRuntime) -> None:
+    """Plans of tables that left the config before the log phase applied them: nothing will snapshot them, and
+    a plan that never joins would hold the PostgreSQL slot's acknowledgement back (membership.release_bound).
+    Tables the log phase applies are left to it: it stops applying them and drops their plans itself."""
+    configured = set(rt.config.source.table_ids)
+    checkpoint = rt.resumer.checkpoint()
+    applied = (rt.resumer.schemas(checkpoint.schema_version) or {}) if checkpoint else {}
+    for plan in rt.plans.all():
+        if plan.table not in configured and plan.table not in applied:
+            log.info("%s is no longer in source.tables: its plan %s is dropped", plan.table, plan.plan_id)
+            rt.plans.delete(plan.table)
 
 
 def load_plans(rt: TaskRuntime) -> dict[TableId, SplitPlan]:

@@ -75,5 +75,9 @@ class PlanStore:
         tmp.write_text(json.dumps(plan.to_json(), indent=1))
         os.replace(tmp, self.path(plan.table))  # atomic: a crash never leaves half a plan
 
+    def all(self) -> list[SplitPlan]:
+        """Every stored plan, configured tables or not (a table just removed from the config still has one)."""
+        return [SplitPlan.from_json(json.loads(p.read_text())) for p in sorted(self.dir.glob("*.json"))]
+
     def delete(self, table: TableId) -> None:
         self.path(table).unlink(missing_ok=True)

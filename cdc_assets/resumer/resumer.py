@@ -5,7 +5,7 @@ target (`from_target`), finished markers are written by the sink inside the comm
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from cdc_assets.core.positions import Position, position_from_json
@@ -27,11 +27,14 @@ class SplitWatermarks:
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """Where the incremental phase resumes: every change before `position` is in the target."""
+    """Where the incremental phase resumes: every change before `position` is in the target, and for each table
+    in `ahead`, every change of that table before its own position (a table that joined the log phase later
+    replays the log from its snapshot while the others skip what they applied already)."""
 
     position: Position
     schema_version: int
     events: int  # row changes applied since the incremental phase began
+    ahead: dict[TableId, Position] = field(default_factory=dict)
 
 
 class Resumer:
@@ -94,6 +97,8 @@ class Resumer:
     def checkpoint_records(self, checkpoint: Checkpoint) -> list[PositionRecord]:
         data = {**checkpoint.position.to_json(), "schema_version": checkpoint.schema_version,
                 "events": checkpoint.events}
+        if checkpoint.ahead:
+            data["tables_ahead"] = {str(t): p.to_json() for t, p in sorted(checkpoint.ahead.items())}
         return [PositionRecord(self.task_id, CDC_DOING, CHECKPOINT_KEY, data)]
 
     def schema_records(self, version: int, schemas: dict[TableId, TableSchema]) -> list[PositionRecord]:
@@ -109,7 +114,9 @@ class Resumer:
         for r in self.records():
             if r.resumer_type == CDC_DOING and r.position_key == CHECKPOINT_KEY:
                 d = r.position_data
-                return Checkpoint(position_from_json(d), int(d.get("schema_version", 0)), int(d.get("events", 0)))
+                ahead = {TableId.parse(t): position_from_json(p) for t, p in d.get("tables_ahead", {}).items()}
+                return Checkpoint(position_from_json(d), int(d.get("schema_version", 0)), int(d.get("events", 0)),
+                                  ahead)
         return None
 
     def schemas(self, version: int) -> dict[TableId, TableSchema] | None:

@@ -77,3 +77,25 @@ def test_urls_never_print_their_password():
     assert url.password == "s3cr@t" and url.port == 3307 and url.database == "shop"
     assert "s3cr" not in str(url) and "s3cr" not in repr(url)
     assert url.render(masked=False) == "mysql://cdc:s3cr%40t@db.example:3307/shop"
+
+
+def test_a_table_planned_again_gets_another_plan_id_and_planned_at_round_trips():
+    base = dict(table=TableId("s", "t"), split_column="id", key_kind="int", boundaries=(10,),
+                estimated_rows=(10, 5), created_at="x")
+    first = SplitPlan(**base, planned_at=PgPosition(100).to_json())
+    again = SplitPlan(**base, planned_at=PgPosition(200).to_json())
+    assert first.plan_id != again.plan_id  # old finished markers never count for the new plan
+    assert SplitPlan.from_json(json.loads(json.dumps(first.to_json()))) == first
+    assert SplitPlan(**base).plan_id == SplitPlan.from_json(SplitPlan(**base).to_json()).plan_id
+
+
+def test_checkpoint_tables_ahead_round_trip_through_the_position_store(tmp_path):
+    from cdc_assets.resumer.logfile import PositionLog
+    from cdc_assets.resumer.resumer import Checkpoint, Resumer
+    from cdc_assets.resumer.sqlite import SqlitePositionStore
+
+    resumer = Resumer("t", SqlitePositionStore(tmp_path / "p.sqlite"), PositionLog(tmp_path / "logs"), "mysql")
+    checkpoint = Checkpoint(MysqlPosition("b.000002", 4), 3, 17, {TableId("s", "a"): MysqlPosition("b.000003", 9)})
+    resumer.record_committed(resumer.checkpoint_records(checkpoint))
+    assert resumer.checkpoint() == checkpoint
+    resumer.close()
