@@ -71,6 +71,7 @@ class SnapshotConfig(_Model):
     partitions_per_run: int = Field(16, ge=1)
     fetch_size: int = Field(10_000, ge=1)
     write_batch_size: int = Field(50_000, ge=1)
+    split_lock_timeout_secs: float = Field(600.0, ge=0)  # how long a run waits for a split another run holds
 
 
 class StartPosition(_Model):

@@ -1,8 +1,10 @@
 """Batches of committed transactions, and their compaction by key (last change wins).
 
 A batch always ends at a transaction end, so its `end` is a position the log can be resumed from. After
-compaction each key of a table has one final action: a delete, a full row, or a partial row (an update whose
-new image lacks unchanged TOASTed columns: only the columns it has may be written).
+compaction each key of a table has one final action: a delete, a full row, a partial row (an update whose
+new image lacks unchanged TOASTed columns: only the columns it has may be written), or a move (a key change
+whose new image lacks such columns: the row the target holds under the old key, as of the batch start, with the
+columns the log carried written over it).
 """
 from __future__ import annotations
 
@@ -11,6 +13,27 @@ from dataclasses import dataclass, field
 from cdc_assets.core.events import Op, RowChange, Transaction
 from cdc_assets.core.positions import Position
 from cdc_assets.core.tables import TableId, TableSchema
+from cdc_assets.errors import CdcError
+
+REPLAN_HINT = "re-plan and re-snapshot the task: cdc-assets plan --replan"
+
+
+class MoveIncomplete(CdcError):
+    """A moved row's unchanged columns are neither in the log nor in the target."""
+
+
+class ShortInsert(CdcError):
+    """An inserted row lacks columns of the table's recorded schema."""
+
+
+@dataclass(frozen=True)
+class Move:
+    """The row under `origin` in the target (as of the batch start), with `columns` (the new key among them)
+    written over it."""
+
+    origin: tuple
+    columns: dict
+    position: Position | None = None  # of the key change, for errors
 
 
 @dataclass
@@ -42,33 +65,57 @@ class TableChanges:
     rows: dict[tuple, dict] = field(default_factory=dict)  # key -> full row
     partial: dict[tuple, dict] = field(default_factory=dict)  # key -> some columns (the key among them)
     deletes: set[tuple] = field(default_factory=set)
+    moves: dict[tuple, Move] = field(default_factory=dict)  # new key -> where its row comes from
 
     @property
     def size(self) -> int:
-        return len(self.rows) + len(self.partial) + len(self.deletes)
+        return len(self.rows) + len(self.partial) + len(self.deletes) + len(self.moves)
 
     def delete(self, key: tuple) -> None:
         self.rows.pop(key, None)
         self.partial.pop(key, None)
+        self.moves.pop(key, None)
         self.deletes.add(key)
 
     def put(self, key: tuple, after: dict, full: bool) -> None:
         self.deletes.discard(key)
         if full:
             self.partial.pop(key, None)
+            self.moves.pop(key, None)
             self.rows[key] = after
         elif key in self.rows:
             self.rows[key] = {**self.rows[key], **after}
+        elif key in self.moves:
+            move = self.moves[key]
+            self.moves[key] = Move(move.origin, {**move.columns, **after}, move.position)
         else:
             self.partial[key] = {**self.partial.get(key, {}), **after}
 
+    def move(self, old: tuple, new: tuple, after: dict, position: Position | None) -> None:
+        """A key change whose new image lacks columns: they are the old key's, wherever that row is now (in this
+        batch, or in the target when the batch has only changed some of its columns)."""
+        if old in self.rows:
+            row = self.rows[old]
+            self.delete(old)
+            self.put(new, {**row, **after}, full=True)
+            return
+        if old in self.moves:  # a chain: the row still comes from the first origin
+            earlier = self.moves[old]
+            origin, columns = earlier.origin, {**earlier.columns, **after}
+        else:  # a real log never moves a key it deleted earlier in the batch: `old` is in the target
+            origin, columns = old, {**self.partial.get(old, {}), **after}
+        self.delete(old)
+        self.deletes.discard(new)  # the new key was free in the source: a row there earlier is gone
+        self.rows.pop(new, None)
+        self.partial.pop(new, None)
+        self.moves[new] = Move(origin, columns, position)
+
 
 def compact(changes: list[RowChange], schemas: dict[TableId, TableSchema]) -> dict[TableId, TableChanges]:
-    """Fold changes in log order into one action per key. An update that moves a row to another key deletes the
-    old key first."""
+    """Fold changes in log order into one action per key; the result applied at once equals the changes applied
+    one by one. An update that moves a row to another key deletes the old key; when its new image lacks columns
+    the new key's row is a move from the old one."""
     out: dict[TableId, TableChanges] = {}
-    widths = {t: len(s.columns) for t, s in schemas.items()}
-    keys = {t: s.primary_key for t, s in schemas.items()}
     for change in changes:
         net = out.get(change.table)
         if net is None:
@@ -76,11 +123,21 @@ def compact(changes: list[RowChange], schemas: dict[TableId, TableSchema]) -> di
         if change.op is Op.DELETE:
             net.delete(change.key)
             continue
+        schema = schemas[change.table]
+        missing = [c.name for c in schema.columns if c.name not in change.after]
+        if change.op is Op.INSERT and missing:
+            raise ShortInsert(
+                f"an INSERT into {change.table} at {change.position} carries no value for column(s) "
+                f"{', '.join(missing)} of the table as recorded: the source table no longer has them",
+                f"restore the column(s) on the source, or {REPLAN_HINT}")
         if change.op is Op.UPDATE and change.before is not None:
-            old = old_key(change.before, keys[change.table])
+            old = old_key(change.before, schema.primary_key)
             if old is not None and old != change.key:
+                if missing:
+                    net.move(old, change.key, change.after, change.position)
+                    continue
                 net.delete(old)
-        net.put(change.key, change.after, len(change.after) >= widths[change.table])
+        net.put(change.key, change.after, not missing)
     return out
 
 

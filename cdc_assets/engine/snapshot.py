@@ -18,6 +18,7 @@ from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import PlanError
 from cdc_assets.resumer.resumer import SplitWatermarks
 from cdc_assets.sinks.base import SPLIT_COLUMN, CommitResult, Transport
+from cdc_assets.sinks.split_locks import SplitLocks
 from cdc_assets.spark.staging import copy_lines, read_splits, write_staging
 
 
@@ -59,21 +60,39 @@ def _pipeline(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: lis
     """Read groups of splits one Spark wave at a time, committing each group while the next one reads.
 
     The commit is one PostgreSQL/MySQL backend working alone: overlapping it with the next read keeps both
-    cores busy. Each group has its own watermarks; finished markers follow each group's commit."""
+    cores busy. Each group has its own watermarks; finished markers follow each group's commit. A group's
+    splits are leased (SplitLocks) from before its low watermark until its commit settled."""
     transports = _transports(rt, schema)
     width = max(1, rt.spark.sparkContext.defaultParallelism)
     groups = [splits[i:i + width] for i in range(0, len(splits), width)]
     results: list[SplitResult] = []
     pending: list[tuple[_StagedGroup, Future]] = []
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdc-commit") as committer:
-        try:
-            for group in groups:
-                staged = _read_group(rt, plan, schema, transports, group)
-                pending.append((staged, committer.submit(_commit_group, rt, plan, schema, transports, staged)))
-                results += _settle(rt, pending, wait=False)
-        finally:
-            results += _settle(rt, pending, wait=True)
+    locks = SplitLocks(rt.sink.url, rt.config.task_id)
+    try:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdc-commit") as committer:
+            try:
+                for group in groups:
+                    group = _lease(rt, locks, group, results)
+                    if not group:
+                        continue
+                    staged = _read_group(rt, plan, schema, transports, group)
+                    pending.append((staged, committer.submit(_commit_group, rt, plan, schema, transports, staged)))
+                    results += _settle(rt, pending, locks, wait=False)
+            finally:
+                results += _settle(rt, pending, locks, wait=True)
+    finally:
+        locks.close()
     return results
+
+
+def _lease(rt: TaskRuntime, locks: SplitLocks, group: list[Split], results: list[SplitResult]) -> list[Split]:
+    """Lease the group's splits; those another run finished while this one waited are reported as skipped."""
+    locks.acquire([s.id for s in group], rt.config.snapshot.split_lock_timeout_secs)
+    finished = rt.resumer.finished()
+    done = [s.id for s in group if s.id in finished]
+    locks.release(done)
+    results += [_skipped(finished[s]) for s in done]
+    return [s for s in group if s.id not in finished]
 
 
 def _read_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transports: list[Transport],
@@ -116,13 +135,15 @@ def _commit_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transpo
     return rt.sink.commit(schema, staged.staging, transports, write_markers)
 
 
-def _settle(rt: TaskRuntime, pending: list, wait: bool) -> list[SplitResult]:
-    """Record finished markers of committed groups (on this thread, which owns the position store)."""
+def _settle(rt: TaskRuntime, pending: list, locks: SplitLocks, wait: bool) -> list[SplitResult]:
+    """Record finished markers of committed groups (on this thread, which owns the position store), then give
+    their leases back."""
     results = []
     while pending and (wait or pending[0][1].done()):
         staged, future = pending.pop(0)
-        result = future.result()  # a failed commit raises here; its splits stay unfinished
+        result = future.result()  # a failed commit raises here: its splits stay unfinished
         rt.resumer.record_committed(staged.finished)
+        locks.release([s.id for s in staged.splits])
         seconds = time.monotonic() - staged.started
         total = sum(result.rows_by_split.values()) or 1
         low, high = staged.marks[0].low, staged.marks[0].high

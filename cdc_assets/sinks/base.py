@@ -3,11 +3,12 @@ of splits visible with an idempotent upsert, together with whatever the caller w
 """
 from __future__ import annotations
 
+import hashlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from cdc_assets.core.batches import TableChanges
+from cdc_assets.core.batches import REPLAN_HINT, MoveIncomplete, TableChanges
 
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.tables import Column, TableId, TableSchema
@@ -28,9 +29,25 @@ class Transport:
 
 
 @dataclass(frozen=True)
+class Moves:
+    """How a batch's moves reach the target: copies of the old keys' rows inserted under the new keys, then the
+    columns the log carried written over them like partial rows."""
+
+    copies: dict[tuple, tuple]  # new key -> the old key's row, all columns in schema order, as `target_row` read it
+    updates: dict[tuple, dict]  # new key -> the columns the log carried
+
+
+@dataclass(frozen=True)
 class CommitResult:
     rows_by_split: dict[int, int]
     staged_bytes: int
+
+
+def staging_table(table: TableId, first_split: int) -> TableId:
+    """Deterministic per table and first split, so a crashed run's staging table is replaced, not left to pile up;
+    a hash of the whole name keeps long names that share a prefix apart within the 63-character limit."""
+    digest = hashlib.sha256(str(table).encode()).hexdigest()[:10]
+    return TableId(table.namespace, f"_cdc_stage_{table.name[:24]}_{digest}_{first_split}")
 
 
 class SqlSink:
@@ -71,6 +88,29 @@ class SqlSink:
         the columns they carry)."""
         raise NotImplementedError
 
+    def target_row(self, cursor, schema: TableSchema, key: tuple) -> tuple | None:
+        """The target's row under `key`, every column in schema order, in a form the dialect writes back
+        unchanged; None when there is none."""
+        raise NotImplementedError
+
+    def plan_moves(self, cursor, schema: TableSchema, changes: TableChanges) -> Moves:
+        """Read, before the batch writes anything, the rows its moves come from. A move whose old row the target
+        lacks is a partial update of the new key when the target holds that (a replay after a snapshot that
+        already saw the move); with neither, the unchanged columns are lost and the batch stops."""
+        copies: dict[tuple, tuple] = {}
+        for new, move in changes.moves.items():  # rare (key changes of rows with TOASTed values): one query each
+            row = self.target_row(cursor, schema, move.origin)
+            if row is not None:
+                copies[new] = row
+            elif self.target_row(cursor, schema, new) is None:
+                missing = [c.name for c in schema.columns if c.name not in move.columns]
+                raise MoveIncomplete(
+                    f"cannot move the row of {schema.table} from key {move.origin} to {new} at {move.position}: "
+                    f"the log leaves out its unchanged column(s) {', '.join(missing)} and the target on {self.url} "
+                    f"holds neither key", f"{REPLAN_HINT}; ALTER TABLE {schema.table} REPLICA IDENTITY FULL on the "
+                    "source makes the log carry whole rows")
+        return Moves(copies, {new: move.columns for new, move in changes.moves.items()})
+
     def add_column_sql(self, table: TableId, column: Column) -> str:
         return f"ALTER TABLE {self.table_sql(table)} ADD COLUMN {self.q(column.name)} {self.column_type(column, False)}"
 
@@ -103,8 +143,7 @@ class SqlSink:
         return True
 
     def staging_table(self, table: TableId, first_split: int) -> TableId:
-        # Deterministic per batch: a crashed run's staging table is replaced, not left to pile up.
-        return TableId(table.namespace, f"_cdc_stage_{table.name[:36]}_{first_split}")
+        return staging_table(table, first_split)
 
     def create_staging(self, staging: TableId, transports: list[Transport]) -> None:
         cols = [f"{self.q(SPLIT_COLUMN)} INTEGER NOT NULL"] + [

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from cdc_assets.core.batches import TableChanges
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
-from cdc_assets.sinks.base import SqlSink, Transport
+from cdc_assets.sinks.base import Moves, SqlSink, Transport
 
 DELETE_CHUNK = 1000  # keys per DELETE ... IN (...)
 
@@ -53,7 +53,8 @@ class MysqlSink(SqlSink):
         def value(name: str, v: Any) -> Any:
             return adapt[name](v) if v is not None and name in adapt else v
 
-        gone = [*changes.deletes, *changes.rows]
+        moves = self.plan_moves(cursor, schema, changes)
+        gone = [*changes.deletes, *changes.rows, *moves.copies]
         one = f"({', '.join(['%s'] * len(key))})"
         cols = ", ".join(self.q(k) for k in key)
         for i in range(0, len(gone), DELETE_CHUNK):
@@ -66,12 +67,30 @@ class MysqlSink(SqlSink):
             cursor.executemany(f"INSERT INTO {table} ({', '.join(self.q(n) for n in names)}) "
                                f"VALUES ({', '.join(['%s'] * len(names))})",
                                [tuple(value(n, row.get(n)) for n in names) for row in changes.rows.values()])
+        if moves.copies:
+            self._insert_copies(cursor, schema, moves, value)
         where = " AND ".join(f"{self.q(k)} = %s" for k in key)
-        for row in changes.partial.values():
+        for row in {**changes.partial, **moves.updates}.values():
             sets = [n for n in row if n not in key]
             if sets:
                 cursor.execute(f"UPDATE {table} SET {', '.join(f'{self.q(n)} = %s' for n in sets)} WHERE {where}",
                                [value(n, row[n]) for n in sets] + [value(k, row[k]) for k in key])
+
+    def target_row(self, cursor, schema: TableSchema, key: tuple) -> tuple | None:
+        # PyMySQL's values write back unchanged (BIT and BLOB as bytes, DECIMAL, temporal types): no adapters.
+        adapt = {c.name: f for c in schema.columns if (f := self._adapter(c)) is not None}
+        cursor.execute(f"SELECT {', '.join(self.q(c.name) for c in schema.columns)} FROM {self.table_sql(schema.table)} "
+                       f"WHERE " + " AND ".join(f"{self.q(k)} = %s" for k in schema.primary_key),
+                       [adapt[k](v) if v is not None and k in adapt else v for k, v in zip(schema.primary_key, key)])
+        return cursor.fetchone()
+
+    def _insert_copies(self, cursor, schema: TableSchema, moves: Moves, value: Callable[[str, Any], Any]) -> None:
+        """The old keys' rows (as read) under their new keys (log values), before the moves' columns update them."""
+        names, key = [c.name for c in schema.columns], schema.primary_key
+        cursor.executemany(f"INSERT INTO {self.table_sql(schema.table)} ({', '.join(self.q(n) for n in names)}) "
+                           f"VALUES ({', '.join(['%s'] * len(names))})",
+                           [tuple(value(n, new[key.index(n)]) if n in key else row[i] for i, n in enumerate(names))
+                            for new, row in moves.copies.items()])
 
     def _adapter(self, column: Column) -> Callable[[Any], Any] | None:
         """Log values that PyMySQL would render differently from what the snapshot loads."""

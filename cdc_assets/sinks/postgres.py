@@ -5,7 +5,7 @@ from psycopg2.extras import execute_values
 
 from cdc_assets.core.batches import TableChanges
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
-from cdc_assets.sinks.base import SqlSink, Transport
+from cdc_assets.sinks.base import Moves, SqlSink, Transport
 
 PAGE_ROWS = 5000  # rows per statement
 PAGE_BYTES = 64 << 20  # rough text size per statement: far below PostgreSQL's 1 GB limit on one message
@@ -50,24 +50,40 @@ class PostgresSink(SqlSink):
             # column's type exactly as the snapshot's text would.
             return (", ".join(self.q(n) for n in names), "(" + ", ".join(f"%s::{types[n]}" for n in names) + ")")
 
-        def execute(sql: str, rows: list[tuple], template: str) -> None:
-            for page in _pages(rows):
-                execute_values(cursor, sql, page, template=template, page_size=len(page))
-
         match = " AND ".join(f"t.{self.q(k)} = v.{self.q(k)}" for k in key)
-        gone = [*changes.deletes, *changes.rows]
+        moves = self.plan_moves(cursor, schema, changes)
+        gone = [*changes.deletes, *changes.rows, *moves.copies]
         if gone:
             cols, template = values(key)
-            execute(f"DELETE FROM {table} AS t USING (VALUES %s) AS v({cols}) WHERE {match}", gone, template)
+            _execute(cursor, f"DELETE FROM {table} AS t USING (VALUES %s) AS v({cols}) WHERE {match}", gone, template)
         if changes.rows:
             names = [c.name for c in schema.columns]
             cols, template = values(names)
             rows = [tuple(row.get(n) for n in names) for row in changes.rows.values()]
-            execute(f"INSERT INTO {table} ({cols}) VALUES %s", rows, template)
-        for names, rows in _by_columns(changes.partial, key).items():
+            _execute(cursor, f"INSERT INTO {table} ({cols}) VALUES %s", rows, template)
+        if moves.copies:
+            self._insert_copies(cursor, schema, moves, values)
+        for names, rows in _by_columns({**changes.partial, **moves.updates}, key).items():
             cols, template = values(names)
             sets = ", ".join(f"{self.q(n)} = v.{self.q(n)}" for n in names if n not in key)
-            execute(f"UPDATE {table} AS t SET {sets} FROM (VALUES %s) AS v({cols}) WHERE {match}", rows, template)
+            _execute(cursor, f"UPDATE {table} AS t SET {sets} FROM (VALUES %s) AS v({cols}) WHERE {match}", rows,
+                     template)
+
+    def target_row(self, cursor, schema: TableSchema, key: tuple) -> tuple | None:
+        # As text: every PostgreSQL type reads back exactly through its text form and the `%s::type` casts.
+        types = {k: self.column_type(schema.column(k), True) for k in schema.primary_key}
+        cursor.execute(f"SELECT {', '.join(f'{self.q(c.name)}::text' for c in schema.columns)} "
+                       f"FROM {self.table_sql(schema.table)} WHERE "
+                       + " AND ".join(f"{self.q(k)} = %s::{types[k]}" for k in schema.primary_key), key)
+        return cursor.fetchone()
+
+    def _insert_copies(self, cursor, schema: TableSchema, moves: Moves, values) -> None:
+        """The old keys' rows (text) under their new keys (log values), before the moves' columns update them."""
+        names, key = [c.name for c in schema.columns], schema.primary_key
+        cols, template = values(names)
+        rows = [tuple(new[key.index(n)] if n in key else row[i] for i, n in enumerate(names))
+                for new, row in moves.copies.items()]
+        _execute(cursor, f"INSERT INTO {self.table_sql(schema.table)} ({cols}) VALUES %s", rows, template)
 
     def relation_bytes(self, cursor, table: str, name: TableId) -> int:
         cursor.execute("SELECT pg_total_relation_size(%s::regclass)", (table,))
@@ -97,6 +113,11 @@ def mysql_to_postgres(column: Column) -> str:
     if kind == Kind.BIT:
         return f"bit({column.length})"
     return _FROM_MYSQL[kind]
+
+
+def _execute(cursor, sql: str, rows: list[tuple], template: str) -> None:
+    for page in _pages(rows):
+        execute_values(cursor, sql, page, template=template, page_size=len(page))
 
 
 def _pages(rows: list[tuple]) -> list[list[tuple]]:

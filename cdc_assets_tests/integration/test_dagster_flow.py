@@ -1,5 +1,7 @@
 """The Dagster shell on a real instance: the planner sensor registers splits as partitions, a failing
 split's run fails without a materialization, and re-running the missing partitions completes the table."""
+import uuid
+
 import dagster as dg
 
 from cdc_assets.config import load_config
@@ -74,9 +76,6 @@ def test_failed_split_stays_unmaterialized_until_rerun(tmp_path, servers, unique
 
 
 def test_incremental_sensor_waits_for_every_split_then_launches_once(tmp_path, servers, unique_name, spark):
-    from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
-    from dagster._core.utils import make_new_run_id
-
     from cdc_assets.defs.incremental import TASK_TAG, job_name
 
     path, src, target = setup_task(tmp_path, servers, unique_name)
@@ -106,8 +105,8 @@ def test_incremental_sensor_waits_for_every_split_then_launches_once(tmp_path, s
         assert isinstance(first, dg.RunRequest) and first.tags[TASK_TAG] == "dg_flow"
         assert tick().run_key == first.run_key  # the same key until a run moves the checkpoint: the daemon dedupes
 
-        running = DagsterRun(job_name=job_name("dg_flow"), run_id=make_new_run_id(), tags=first.tags,
-                             status=DagsterRunStatus.STARTED)
+        running = dg.DagsterRun(job_name=job_name("dg_flow"), run_id=str(uuid.uuid4()), tags=first.tags,
+                                status=dg.DagsterRunStatus.STARTED)
         instance.add_run(running)
         assert "is in progress" in tick().skip_message  # never two at a time
         instance.report_run_canceled(running)
@@ -122,11 +121,14 @@ def test_incremental_sensor_waits_for_every_split_then_launches_once(tmp_path, s
         observation = instance.fetch_observations(asset_key("dg_flow", table), limit=1).records[0]
         assert observation.asset_observation.metadata["events_applied"].value == 10
 
+        tgt = servers.postgres.connect(target)
+        assert fetch_rows(tgt, f'"{unique_name}".m', "id") == fetch_rows(src, "m", "id")
         with src.cursor() as cur:
             cur.execute("DELETE FROM m WHERE id = 400")
         again = tick()
         assert isinstance(again, dg.RunRequest) and again.run_key != first.run_key
-    tgt = servers.postgres.connect(target)
-    assert fetch_rows(tgt, f'"{unique_name}".m', "id") != fetch_rows(src, "m", "id")  # the delete is not applied yet
+    # Exactly the delete is not applied yet: the target is the source plus row 400.
+    source_rows, target_rows = fetch_rows(src, "m", "id"), fetch_rows(tgt, f'"{unique_name}".m', "id")
+    assert [r for r in target_rows if r[0] != 400] == source_rows and len(target_rows) == len(source_rows) + 1
     src.close()
     tgt.close()

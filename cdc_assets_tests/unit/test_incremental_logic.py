@@ -1,5 +1,7 @@
 """Pure logic of the incremental phase: compaction by key, the exactly-once filter, DDL classification."""
-from cdc_assets.core.batches import compact, split_key_change
+import pytest
+
+from cdc_assets.core.batches import Move, ShortInsert, compact, split_key_change
 from cdc_assets.core.events import Op, RowChange
 from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.splits import SplitPlan
@@ -46,6 +48,37 @@ def test_a_key_change_deletes_the_old_key():
     assert [p.op for p in split_key_change(moved, ("id",))] == [Op.DELETE, Op.INSERT]
     same = change(Op.UPDATE, 4, {"id": 4, "a": "n", "b": 0}, {"id": 4, "a": "m", "b": 0})
     assert split_key_change(same, ("id",)) == [same]
+
+
+def moved(old, new, after):
+    """A key change whose new image lacks column a (unchanged TOAST, REPLICA IDENTITY DEFAULT: the old key only)."""
+    return change(Op.UPDATE, new, {"id": new, **after}, {"id": old})
+
+
+def test_a_key_change_with_a_partial_image_moves_the_old_row():
+    net = compact([moved(1, 2, {"b": 5})], {T: SCHEMA})[T]
+    assert net.moves == {(2,): Move((1,), {"id": 2, "b": 5})} and net.deletes == {(1,)}
+    assert net.rows == {} and net.partial == {}
+
+
+def test_moves_fold_like_sequential_application():
+    net = compact([
+        change(Op.INSERT, 1, {"id": 1, "a": "x", "b": 1}), moved(1, 2, {"b": 2}),  # old row in the batch: full
+        change(Op.DELETE, 4, None, {"id": 4}), moved(3, 4, {"b": 3}),  # new key deleted earlier: a move still
+        change(Op.UPDATE, 5, {"id": 5, "b": 0}), moved(5, 6, {"b": 6}), moved(6, 7, {}),  # partial, then a chain
+        change(Op.UPDATE, 7, {"id": 7, "b": 9}),  # a later partial update of the new key
+        moved(8, 99, {}), moved(9, 8, {}), moved(99, 9, {}),  # a swap through a third key
+        moved(10, 11, {}), change(Op.UPDATE, 11, {"id": 11, "a": "f", "b": 1}),  # then a full image
+    ], {T: SCHEMA})[T]
+    assert net.rows == {(2,): {"id": 2, "a": "x", "b": 2}, (11,): {"id": 11, "a": "f", "b": 1}}
+    assert net.moves == {(4,): Move((3,), {"id": 4, "b": 3}), (7,): Move((5,), {"id": 7, "b": 9}),
+                         (8,): Move((9,), {"id": 8}), (9,): Move((8,), {"id": 9})}
+    assert net.deletes == {(1,), (3,), (5,), (6,), (10,), (99,)} and net.partial == {}
+
+
+def test_an_insert_is_never_partial():
+    with pytest.raises(ShortInsert, match=r"INSERT into shop.t at None carries no value for column\(s\) a.*replan"):
+        compact([change(Op.INSERT, 1, {"id": 1, "b": 1})], {T: SCHEMA})
 
 
 def test_split_high_watermarks_decide_what_the_snapshot_holds():

@@ -6,7 +6,9 @@ from datetime import datetime, timezone
 
 import pytest
 
+from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.sources.postgres import pgoutput
+from cdc_assets.sources.postgres.drift import describe_drift, recorded_shape, relation_shape
 from cdc_assets.sources.postgres.pgoutput import (UNCHANGED, Begin, Commit, Delete, Insert, Origin, Relation,
                                                   RelationColumn, Truncate, Type, Update, decode)
 
@@ -117,3 +119,22 @@ def test_a_transaction_captured_from_postgresql_15_decodes():
 def test_malformed_messages_are_refused(payload, error):
     with pytest.raises(ValueError, match=error):
         decode(payload)
+
+
+def test_a_relation_is_compared_with_the_recorded_schema_by_format_type():
+    names = {(23, -1): "integer", (25, -1): "text", (1700, 655366): "numeric(10,2)", (1700, 655368): "numeric(10,4)"}
+    recorded = recorded_shape(TableSchema(TableId("s", "t"), (
+        Column("id", Kind.INT, "integer"), Column("v", Kind.STRING, "text"), Column("n", Kind.DECIMAL, "numeric(10,2)")),
+        ("id",)))
+
+    def relation(name: str, *columns: tuple[str, int, int]) -> Relation:
+        return Relation(1, "s", name, "d", tuple(RelationColumn(int(c == "id"), c, oid, mod) for c, oid, mod in columns))
+
+    same = relation("t", ("id", 23, -1), ("v", 25, -1), ("n", 1700, 655366))
+    assert describe_drift(recorded, relation_shape(same, lambda *k: names[k])) == ""  # no key in a recorded schema
+    drifted = relation("t2", ("id", 23, -1), ("w", 25, -1), ("n", 1700, 655368))
+    assert describe_drift(recorded, relation_shape(drifted, lambda *k: names[k])) == (
+        "columns changed: added [w]; removed [v]; retyped [n]; renamed to s.t2")
+    rekeyed = Relation(1, "s", "t", "f", tuple(RelationColumn(1, c.name, c.type_oid, c.atttypmod) for c in same.columns))
+    assert describe_drift(relation_shape(same, lambda *k: names[k]), relation_shape(rekeyed, lambda *k: names[k])) == (
+        "replica identity changed: [id] -> [id, v, n]")

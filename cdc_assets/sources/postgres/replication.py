@@ -34,6 +34,8 @@ from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, qualified, quote_ident
 from cdc_assets.errors import PositionLost, SourceSetupError, TableError, UnreachableError
 from cdc_assets.sources.postgres import pgoutput
+from cdc_assets.sources.postgres.catalog import Catalog
+from cdc_assets.sources.postgres.drift import Shape, describe_drift, recorded_shape, relation_shape
 
 IDLE_AFTER = 1.0  # seconds without a yield before an Idle
 POLL_INTERVAL = 0.2  # seconds select() waits for the replication socket
@@ -263,39 +265,22 @@ class _Relation:
         return row
 
 
-def describe_change(old: pgoutput.Relation, new: pgoutput.Relation) -> str:
-    """A human description of how a relation's definition changed; '' when nothing we read changed."""
-    before, after = {c.name: c for c in old.columns}, {c.name: c for c in new.columns}
-    columns = [f"{what} [{', '.join(names)}]" for what, names in (
-        ("added", [n for n in after if n not in before]),
-        ("removed", [n for n in before if n not in after]),
-        ("retyped", [n for n in after if n in before
-                     and (after[n].type_oid, after[n].atttypmod) != (before[n].type_oid, before[n].atttypmod)]),
-    ) if names]
-    parts = [f"columns changed: {'; '.join(columns)}"] if columns else []
-    old_key, new_key = [c.name for c in old.columns if c.is_key], [c.name for c in new.columns if c.is_key]
-    if old_key != new_key:
-        parts.append(f"replica identity changed: [{', '.join(old_key)}] -> [{', '.join(new_key)}]")
-    if (old.namespace, old.name) != (new.namespace, new.name):
-        parts.append(f"renamed to {new.namespace}.{new.name}")
-    return "; ".join(parts)
-
-
 class _Assembler:
     """Turns pgoutput messages into events:
 
         OUTSIDE --Begin--> INSIDE --Relation / Insert / Update / Delete / Truncate--> INSIDE --Commit--> OUTSIDE
 
     A Commit yields a Transaction of the captured changes, each positioned at the commit's end: PostgreSQL
-    makes a transaction's changes visible at its commit, so that is where each of them takes effect. A changed
-    Relation or a Truncate of a captured table yields a SchemaChange at once, positioned at the last commit
-    end before it (resuming there replays its transaction). Transactions that end at or before `start` were
-    applied already and yield nothing. With `part_events`, a transaction's changes are handed out in
-    TransactionParts of that many (not positioned yet: the commit's end is unknown) whenever that many are
-    held, and its Transaction holds the rest.
+    makes a transaction's changes visible at its commit, so that is where each of them takes effect. A Truncate
+    of a captured table, and the first change read with a Relation that differs from the definition the table was
+    read with so far (at first: its recorded schema, so DDL done while no run was reading counts too), yield a
+    SchemaChange at once, positioned at the last commit end before it (resuming there replays its transaction).
+    Transactions that end at or before `start` were applied already and yield nothing. With `part_events`, a
+    transaction's changes are handed out in TransactionParts of that many (not positioned yet: the commit's end
+    is unknown) whenever that many are held, and its Transaction holds the rest.
     """
 
-    def __init__(self, start: PgPosition, schemas: dict[TableId, TableSchema], cursor,
+    def __init__(self, start: PgPosition, schemas: dict[TableId, TableSchema], cursor, catalog: Catalog,
                  part_events: int | None = None) -> None:
         self.start = start
         self.part_events = part_events
@@ -308,6 +293,9 @@ class _Assembler:
         self.pending: list[tuple] = []  # (table, op, key, after, before)
         self.parted = False  # parts of the current transaction were handed out
         self.relations: dict[int, _Relation] = {}
+        self.catalog = catalog
+        self.accepted: dict[TableId, Shape] = {t: recorded_shape(s) for t, s in schemas.items()}
+        self.unchecked: set[int] = set()  # relation ids whose last Relation no change has been read with yet
         self._handlers = {
             pgoutput.Begin: self._begin, pgoutput.Commit: self._commit, pgoutput.Relation: self._relation,
             pgoutput.Insert: self._insert, pgoutput.Update: self._update, pgoutput.Delete: self._delete,
@@ -346,15 +334,33 @@ class _Assembler:
         changes = [RowChange(*change, position=end) for change in pending]
         return [Transaction(changes, end, message.commit_time.timestamp(), self.begin.xid)]
 
-    def _relation(self, message: pgoutput.Relation) -> list[SchemaChange]:
-        known = self.relations.get(message.relation_id)
-        table = TableId(message.namespace, message.name)
+    def _relation(self, message: pgoutput.Relation) -> list:
         casters = tuple(caster(c.type_oid) for c in message.columns)
-        self.relations[message.relation_id] = _Relation(message, table, casters)
-        if known is None or self.replayed or known.table not in self.schemas:
-            return []
-        change = describe_change(known.message, message)
-        return [SchemaChange(known.table, change, self.boundary)] if change else []
+        self.relations[message.relation_id] = _Relation(message, self._table_of(message), casters)
+        self.unchecked.add(message.relation_id)
+        return []
+
+    def _table_of(self, message: pgoutput.Relation) -> TableId:
+        """The captured table a relation is, by name or, once renamed, by relation id (a rename before the read
+        began leaves a captured table without a relation: the task's publication holds only captured tables)."""
+        named = TableId(message.namespace, message.name)
+        known = self.relations.get(message.relation_id)
+        if named in self.schemas:
+            return named
+        if known is not None and known.table in self.schemas:
+            return known.table
+        if message.relation_id in self.catalog.relations:
+            return self.catalog.relations[message.relation_id]
+        return self.catalog.missing[0] if self.catalog.missing else named
+
+    def _check(self, relation_id: int, relation: _Relation) -> list[SchemaChange]:
+        """Compare a relation's definition with the one its table was read with, on the first change read with
+        it (pgoutput sends a Relation before that change, inside the same transaction)."""
+        self.unchecked.discard(relation_id)
+        shape = relation_shape(relation.message, self.catalog.type_name)
+        change = describe_drift(self.accepted[relation.table], shape)
+        self.accepted[relation.table] = shape
+        return [SchemaChange(relation.table, change, self.boundary)] if change else []
 
     def _truncate(self, message: pgoutput.Truncate) -> list[SchemaChange]:
         if self.replayed:
@@ -362,29 +368,35 @@ class _Assembler:
         tables = [self.relations[r].table for r in message.relation_ids]
         return [SchemaChange(t, f"TRUNCATE {t}", self.boundary) for t in tables if t in self.schemas]
 
-    def _captured(self, relation_id: int) -> _Relation | None:
+    def _captured(self, relation_id: int) -> tuple[_Relation | None, list[SchemaChange]]:
+        """The relation of a change to apply, if captured, and how its definition changed."""
         relation = self.relations[relation_id]  # pgoutput sends a Relation before the first change of each
-        return None if self.replayed or relation.table not in self.schemas else relation
+        if self.replayed or relation.table not in self.schemas:
+            return None, []
+        return relation, self._check(relation_id, relation) if relation_id in self.unchecked else []
 
     def _insert(self, message: pgoutput.Insert) -> list:
-        if relation := self._captured(message.relation_id):
+        relation, changed = self._captured(message.relation_id)
+        if relation:
             after = relation.image(message.new, self.cursor)
             self._add(relation.table, Op.INSERT, after, None)
-        return []
+        return changed
 
     def _update(self, message: pgoutput.Update) -> list:
-        if relation := self._captured(message.relation_id):
+        relation, changed = self._captured(message.relation_id)
+        if relation:
             before = None if message.old is None else relation.image(message.old, self.cursor, message.old_is_key)
             full_old = None if message.old_is_key else message.old
             after = relation.image(message.new, self.cursor, old=full_old)
             self._add(relation.table, Op.UPDATE, after, before)
-        return []
+        return changed
 
     def _delete(self, message: pgoutput.Delete) -> list:
-        if relation := self._captured(message.relation_id):
+        relation, changed = self._captured(message.relation_id)
+        if relation:
             before = relation.image(message.old, self.cursor, message.old_is_key)
             self._add(relation.table, Op.DELETE, None, before)
-        return []
+        return changed
 
     def _add(self, table: TableId, op: Op, after: dict | None, before: dict | None) -> None:
         values = {**(before or {}), **(after or {})}  # the new key wins; the old one fills unsent columns
@@ -443,17 +455,22 @@ class PgLogReader:
         if stop_at is not None and stop_at.lsn <= start.lsn:
             return
         conn = self._connect()
+        catalog = None
         try:
+            catalog = Catalog(self.url, list(self.schemas))
             cursor = conn.cursor()
             self._start(cursor, start)
             self._cursor = cursor
-            yield from self._stream(cursor, start, stop_at, part_events)
+            yield from self._stream(cursor, start, stop_at, catalog, part_events)
         finally:
             self._cursor = None
             conn.close()
+            if catalog is not None:
+                catalog.close()
 
-    def _stream(self, cursor, start: PgPosition, stop_at: PgPosition | None, part_events: int | None) -> Iterator:
-        asm = _Assembler(start, self.schemas, cursor, part_events)
+    def _stream(self, cursor, start: PgPosition, stop_at: PgPosition | None, catalog: Catalog,
+                part_events: int | None) -> Iterator:
+        asm = _Assembler(start, self.schemas, cursor, catalog, part_events)
         sent = reported = start  # `sent`: every transaction committing before it was received
         last_yield = time.monotonic()
         while not self._closed:

@@ -11,10 +11,12 @@ from cdc_assets.errors import SourceSetupError, TableError
 from cdc_assets.sources.base import KeyStats, SqlKeyProbes, resolve_key
 from cdc_assets.sources.postgres import types
 
+# Generated columns are not captured: pgoutput leaves them out of every row image (up to PostgreSQL 17), so the log
+# could never keep them right. A target may declare them itself (README, "Generated columns").
 _COLUMNS_SQL = """
 SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, t.typcategory
 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"""
+WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum"""
 _PK_SQL = """
 SELECT a.attname FROM pg_index i
 JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true

@@ -1,0 +1,33 @@
+"""The source's catalog as the log reader needs it, over a plain connection beside the replication one: type
+names as `format_type` renders them, and which relation ids are the captured tables."""
+from __future__ import annotations
+
+from cdc_assets.core.tables import TableId
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.dbapi.connect import connect, qualified
+
+
+class Catalog:
+    def __init__(self, url: DbUrl, tables: list[TableId]) -> None:
+        self.conn = connect(url)
+        self._names: dict[tuple[int, int], str] = {}
+        self.relations: dict[int, TableId] = {}  # relation id (pg_class oid) -> captured table, by name at the start
+        self.missing: list[TableId] = []  # captured tables no relation bears the name of (renamed or dropped)
+        with self.conn.cursor() as cur:
+            for table in tables:
+                cur.execute("SELECT to_regclass(%s)::oid", (qualified("postgres", table.namespace, table.name),))
+                oid = cur.fetchone()[0]
+                if oid is None:
+                    self.missing.append(table)
+                else:
+                    self.relations[oid] = table
+
+    def type_name(self, type_oid: int, typmod: int) -> str:
+        if (type_oid, typmod) not in self._names:
+            with self.conn.cursor() as cur:
+                cur.execute("SELECT format_type(%s, %s)", (type_oid, typmod))
+                self._names[type_oid, typmod] = cur.fetchone()[0]
+        return self._names[type_oid, typmod]
+
+    def close(self) -> None:
+        self.conn.close()
