@@ -197,8 +197,8 @@ class _Session:
             return
         limit_events, interval = self.pipeline.checkpoint_after_events, self.pipeline.checkpoint_interval_secs
         batch, opened, idle_at = Batch(), time.monotonic(), None
-        items = prefetch(self.reader.read(self.position, stop_at=until, part_events=self.pipeline.transaction_part_events),
-                         self.reader.close)
+        parts_of = self.pipeline.transaction_part_events
+        items = prefetch(self.reader.read(self.position, stop_at=until, part_events=parts_of), self.reader.close)
         try:
             for item in items:
                 if isinstance(item, TransactionPart):
