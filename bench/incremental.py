@@ -2,7 +2,7 @@
 read rate of the log library alone on the same backlog (the limit for a Python reader on this machine).
 
     python bench/incremental.py [--changes 1000000] [--rate 2000] [--seconds 60] [--direction mysql|postgres|both]
-                                [--dir /tmp/cdc-bench-incr]
+                                [--dir /tmp/cdc-bench-incr] [--big-txn [N]]
 
 Per direction, on an empty table snapshotted first (so that the log is read from the snapshot's low watermark):
 - catch-up: a backlog of --changes row changes (half inserts, then half updates, 10,000 per transaction) applied
@@ -12,6 +12,9 @@ Per direction, on an empty table snapshotted first (so that the log is read from
   from a pgoutput slot (messages counted; psycopg2 decodes nothing); ratio = catch-up / raw;
 - steady state: a running `cdc-assets sync` while a writer commits --rate changes/s for --seconds s; the lag of
   a row is a target trigger's clock_timestamp() at apply minus the client clock just before the source commit.
+With --big-txn N (N defaults to 2,000,000) instead: a table of N rows is snapshotted, then ONE transaction
+updates all N rows, and `sync --until-caught-up` (CLI) applies it: seconds, events/s and the peak RSS of the
+sync process, beside the part size (pipeline.transaction_part_events) that bounds it.
 The PostgreSQL source and the target share one server, as in bench/snapshot.py. Prints figures, never asserts;
 a target whose row count or SUM(a) differs from the source's is reported as MISMATCH.
 """
@@ -35,7 +38,7 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 import cdc_assets
-from cdc_assets.config import load_config
+from cdc_assets.config import PipelineConfig, load_config
 from cdc_assets.dev.servers import start_servers, stop_servers
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
@@ -272,6 +275,31 @@ def catch_up(d: Direction, changes: int) -> dict:
     return r
 
 
+def big_transaction(d: Direction, rows: int) -> dict:
+    """A table of `rows` rows, snapshotted; then one transaction updating every row, applied by the CLI."""
+    conn = d.connect()
+    if d.kind == "mysql":
+        run(conn, f"INSERT INTO benchi.events SELECT seq, MOD(seq, 1000), CONCAT('{TEXT}', LPAD(seq, 7, '0')), "
+                  f"seq / 100, TIMESTAMP('2024-01-01') + INTERVAL seq SECOND, 0 FROM seq_1_to_{rows}")
+    else:
+        run(conn, f"INSERT INTO benchi.events SELECT g, mod(g, 1000), '{TEXT}' || lpad(g::text, 7, '0'), g / 100.0, "
+                  f"TIMESTAMP '2024-01-01' + g * INTERVAL '1 second', 0 FROM generate_series(1, {rows}) g")
+    config = d.config(d.task_cli, "warehouse_cli")
+    snapshot_empty(config, None).stop()
+    began = time.monotonic()
+    run(conn, "UPDATE benchi.events SET a = a + 1, written_at = %s", (time.time(),))  # autocommit: one transaction
+    conn.close()
+    print(f"{d.name}: one transaction updating {rows:,} rows committed in {time.monotonic() - began:.1f} s")
+    began = time.monotonic()
+    code, rss = reap(start_cli(d, config, f"{d.name}_cli_big_txn", "--until-caught-up"), 7200)
+    seconds = time.monotonic() - began
+    r = {"secs": seconds, "rate": rows / seconds, "rss": rss, "ok": verify(f"{d.name} big transaction", d,
+                                                                         "warehouse_cli") and code == 0}
+    print(f"{d.name} big transaction of {rows:,} updates: CLI end-to-end {seconds:.1f} s = {r['rate']:,.0f} events/s, "
+          f"exit {code}, peak RSS {rss:,.0f} MiB")
+    return r
+
+
 def writer(d: Direction, rate: int, seconds: float, first_new: int, existing: int, out: dict) -> None:
     """Every TICK one upsert statement (one transaction): half new ids (inserts), half existing ids (updates)."""
     per_tick = max(2, round(rate * TICK))
@@ -349,6 +377,8 @@ def main() -> int:
     parser.add_argument("--rate", type=int, default=2000, help="steady-state changes per second")
     parser.add_argument("--seconds", type=float, default=60, help="steady-state duration")
     parser.add_argument("--direction", choices=("mysql", "postgres", "both"), default="both")
+    parser.add_argument("--big-txn", type=int, nargs="?", const=2_000_000, metavar="N",
+                        help="instead: one transaction updating N rows (default 2,000,000)")
     args = parser.parse_args()
     base = Path(args.dir)
     base.mkdir(parents=True, exist_ok=True)
@@ -357,8 +387,11 @@ def main() -> int:
     print(f"{os.cpu_count()} CPUs; cdc_assets in {REPO}; rows of (bigint key, int, varchar(64), decimal(12,2), "
           f"datetime(6), double); pipeline {PIPELINE}")
     results = []
+    kinds = ("mysql", "postgres") if args.direction == "both" else (args.direction,)
+    if args.big_txn:
+        return big_transactions(kinds, args.big_txn, mariadb, postgres, base)
     try:
-        for kind in ("mysql", "postgres") if args.direction == "both" else (args.direction,):
+        for kind in kinds:
             d = Direction(kind, mariadb, postgres, base)
             reset(d)
             c = catch_up(d, args.changes)
@@ -374,6 +407,24 @@ def main() -> int:
         print(f"{name:<12} {c['rate']:>13,.0f} {c['raw']:>11,.0f} {c['rate'] / c['raw']:>6.2f} {c['cli_secs']:>9.1f} "
               f"{s['p50']:>9.3f} {s['p99']:>9.3f} {s['max']:>9.3f} {s['rate']:>8,.0f} {rss:>10}  "
               f"{'ok' if c['ok'] and s['ok'] else 'FAILED: see MISMATCH / exit code / counts above'}")
+    return 0
+
+
+def big_transactions(kinds: tuple[str, ...], rows: int, mariadb, postgres, base: Path) -> int:
+    results, part = [], PipelineConfig(**PIPELINE)
+    try:
+        for kind in kinds:
+            d = Direction(kind, mariadb, postgres, base)
+            reset(d)
+            results.append((d.name, big_transaction(d, rows)))
+    finally:
+        stop_servers(base / "servers")
+    print(f"\n{os.cpu_count()} CPUs (shared: noisy); one transaction updating {rows:,} rows; parts of "
+          f"{part.transaction_part_events:,} changes; RSS: peak of the CLI sync process (VmHWM)")
+    print(f"{'direction':<12} {'seconds':>8} {'events/s':>9} {'peak RSS MiB':>12}  checks")
+    for name, r in results:
+        print(f"{name:<12} {r['secs']:>8.1f} {r['rate']:>9,.0f} {r['rss']:>12,.0f}  "
+              f"{'ok' if r['ok'] else 'FAILED: see MISMATCH / exit code above'}")
     return 0
 
 

@@ -51,6 +51,16 @@ class Transaction:
 
 
 @dataclass(frozen=True)
+class TransactionPart:
+    """Changes of a transaction still being read, in log order, handed out once it outgrew the reader's bound
+    so that no transaction is held whole. The final `Transaction` carries the rest, its end and commit time;
+    a stream that ends before it leaves the transaction uncommitted (the parts count for nothing)."""
+
+    changes: list[RowChange]
+    floor: Position  # the transaction ends strictly after this position (its end is not known yet)
+
+
+@dataclass(frozen=True)
 class Idle:
     """Nothing new in the log for a while: lets the consumer checkpoint and notice a stop request."""
 

@@ -5,6 +5,11 @@ Without a checkpoint the start comes from `pipeline.startup_mode` (`initial`: th
 all finished splits). With `from_target`, a batch and its checkpoint commit in one target transaction, so a
 crash can neither apply a batch twice nor lose one; with another resumer, a crash between the two replays the
 batch, which the upsert makes harmless (at-least-once, exact final state).
+
+A transaction larger than `transaction_part_events` arrives in parts (TransactionPart) and is applied part by
+part, in log order, inside one target transaction that its final part commits together with its checkpoint:
+memory holds one part, never the transaction, and a crash in between rolls all of it back and the log is
+re-read from the checkpoint. Applying each part's compaction in order equals applying its changes in order.
 """
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from cdc_assets.core.batches import Batch, compact, split_key_change
-from cdc_assets.core.events import Idle, SchemaChange, Transaction
+from cdc_assets.core.events import Idle, RowChange, SchemaChange, Transaction, TransactionPart
 from cdc_assets.core.positions import Position, earliest, is_before
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.faults import crash_point
@@ -25,6 +30,7 @@ from cdc_assets.engine.planning import describe
 from cdc_assets.engine.prefetch import prefetch
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.schema_changes import SchemaChangeHalted, added_columns, harmless
+from cdc_assets.engine.target_transaction import Parts, Tally, TargetTransaction
 from cdc_assets.errors import PositionLost, UnreachableError
 from cdc_assets.resumer.resumer import Checkpoint
 
@@ -142,6 +148,7 @@ class _Session:
         self.skip = split_watermarks(rt) if self.pipeline.exactly_once else {}
         self.members_checked = time.monotonic()
         self.reader = rt.log.reader(self.schemas)
+        self._parts: Parts | None = None
 
     def _follow_config(self, reason: str) -> str:
         """Tables added to or removed from source.tables since the checkpoint's schema version: removed ones stop
@@ -186,16 +193,26 @@ class _Session:
     def run(self, until: Position | None) -> None:
         if until is not None and not is_before(self.position, until):
             if self._pending_schema:
-                self._checkpoint(Batch(), self.position)  # nothing to read; the start is still worth recording
+                self._checkpoint(0, self.position)  # nothing to read; the start is still worth recording
             return
         limit_events, interval = self.pipeline.checkpoint_after_events, self.pipeline.checkpoint_interval_secs
         batch, opened, idle_at = Batch(), time.monotonic(), None
-        items = prefetch(self.reader.read(self.position, stop_at=until), self.reader.close)
+        parts_of = self.pipeline.transaction_part_events
+        items = prefetch(self.reader.read(self.position, stop_at=until, part_events=parts_of), self.reader.close)
         try:
             for item in items:
-                if isinstance(item, Transaction):
-                    batch.add(self._filter(item))
-                elif isinstance(item, Idle):
+                if isinstance(item, TransactionPart):
+                    if self._parts is None:
+                        self._flush(batch)  # a transaction in parts has a target transaction of its own
+                        batch = Batch()
+                    self._part(item)
+                elif isinstance(item, Transaction):
+                    if self._parts is not None:
+                        self._finish_parts(item)
+                        opened = time.monotonic()
+                    else:
+                        batch.add(self._filter(item))
+                elif isinstance(item, Idle) and self._parts is None:
                     idle_at = item.position
                     if not batch:
                         self.report.lag_seconds = 0.0
@@ -210,15 +227,18 @@ class _Session:
                 elif not batch and idle_at is not None and time.monotonic() - opened >= interval:
                     self._advance(idle_at)  # quiet: move the checkpoint so lag reads 0 and the log can be released
                     opened = time.monotonic()
-                if self.stop.is_set():
+                # A transaction in parts is finished first: stopping would throw its parts away, and runs
+                # bounded in time could then never get past it.
+                if self.stop.is_set() and self._parts is None:
                     break
-                if not batch and self._members_changed():
+                if not batch and self._parts is None and self._members_changed():
                     raise _Restart()  # a table finished its snapshot meanwhile: reopen the log from its start
             self._flush(batch)
             if idle_at is not None:
                 self._advance(idle_at)
         finally:
             items.close()
+            self._abandon_parts()
 
     def _members_changed(self) -> bool:
         """Every MEMBERSHIP_CHECK_SECS, and only in a checkpointed session: has a table finished its snapshot?"""
@@ -243,44 +263,103 @@ class _Session:
         self.skip = {t: w for t, w in self.skip.items() if not w.plain(tx.end)}  # past it: plain log mode
         return Transaction(kept, tx.end, tx.commit_time, tx.xid) if len(kept) != len(parts) else tx
 
+    def _may_skip(self, floor: Position) -> bool:
+        """Might `_filter` skip changes of a transaction that ends after `floor`? Which ones depends on that
+        end, known only at its commit."""
+        return (any(is_before(floor, p) for p in self.ahead.values())
+                or any(not w.plain(floor) for w in self.skip.values()))
+
+    def _part(self, part: TransactionPart) -> None:
+        parts = self._parts
+        if parts is None:
+            if self._may_skip(part.floor):
+                log.warning("a transaction of more than %d changes committed while the snapshot ran or before a "
+                            "table's own position (before %s): held whole until its commit, which filtering needs",
+                            self.pipeline.transaction_part_events, part.floor)
+                parts = self._parts = Parts(None, [])
+            else:
+                parts = self._parts = Parts(TargetTransaction(self.rt.sink), None)
+        if parts.held is not None:
+            parts.held.extend(part.changes)
+            return
+        self._apply(parts.target.cursor, part.changes, parts.tally)
+        crash_point("incremental.part_applied")
+
+    def _finish_parts(self, tx: Transaction) -> None:
+        parts = self._parts
+        if parts.held is not None:
+            self._parts = None
+            whole = Batch()
+            whole.add(self._filter(Transaction(parts.held + tx.changes, tx.end, tx.commit_time, tx.xid)))
+            self._flush(whole)
+            return
+        rest = self._filter(tx).changes
+        self._checkpoint(parts.tally.events + len(rest), tx.end,
+                         lambda cur: self._apply(cur, rest, parts.tally), parts.target)
+        self._parts = None
+        self._applied(parts.tally, 1, tx.commit_time)
+
+    def _abandon_parts(self) -> None:
+        """The stream ended inside a transaction in parts: none of it counts."""
+        if self._parts is not None and self._parts.target is not None:
+            self._parts.target.rollback()
+        self._parts = None
+
     def _flush(self, batch: Batch) -> None:
         if not batch:
             return
         changes = [c for tx in batch.transactions for c in tx.changes]
+        tally = Tally()
+        self._checkpoint(batch.events, batch.end, lambda cur: self._apply(cur, changes, tally))
+        self._applied(tally, len(batch.transactions), batch.commit_time)
+
+    def _apply(self, cursor, changes: list[RowChange], tally: Tally) -> None:
         net = compact(changes, self.schemas)
-        self._checkpoint(batch, batch.end, lambda cur: [
-            self.rt.sink.apply_changes(cur, self.schemas[t], tc) for t, tc in net.items()])
+        for table, table_changes in net.items():
+            self.rt.sink.apply_changes(cursor, self.schemas[table], table_changes)
+        tally.events += len(changes)
+        tally.rows += sum(tc.size for tc in net.values())
+        for c in changes:
+            tally.per_table[str(c.table)] = tally.per_table.get(str(c.table), 0) + 1
+
+    def _applied(self, tally: Tally, transactions: int, commit_time: float | None) -> None:
         report = self.report
         report.batches += 1
-        report.transactions += len(batch.transactions)
-        report.events += batch.events
-        report.rows_written += sum(tc.size for tc in net.values())
-        for c in changes:
-            report.per_table[str(c.table)] = report.per_table.get(str(c.table), 0) + 1
-        if batch.commit_time is not None:
-            report.lag_seconds = max(0.0, time.time() - batch.commit_time)
+        report.transactions += transactions
+        report.events += tally.events
+        report.rows_written += tally.rows
+        for table, n in tally.per_table.items():
+            report.per_table[table] = report.per_table.get(table, 0) + n
+        if commit_time is not None:
+            report.lag_seconds = max(0.0, time.time() - commit_time)
         if self.on_batch is not None:
             self.on_batch(report)
 
     def _advance(self, position: Position) -> None:
-        if is_before(self.position, position):
-            self._checkpoint(Batch(), position)
+        # Not while a transaction in parts is open: its own checkpoint comes with its commit, later.
+        if self._parts is None and is_before(self.position, position):
+            self._checkpoint(0, position)
 
-    def _checkpoint(self, batch: Batch, position: Position, apply: Callable | None = None,
-                    extra: list | None = None) -> None:
-        """Apply (maybe nothing) and checkpoint at `position`: in one target transaction with `from_target`,
-        else the checkpoint right after the target's commit."""
+    def _checkpoint(self, events: int, position: Position, apply: Callable | None = None,
+                    target: TargetTransaction | None = None, extra: list | None = None) -> None:
+        """Apply (maybe nothing) and checkpoint at `position`, in `target` or a new target transaction: with
+        `from_target` the checkpoint commits with the changes, else it is written right after their commit."""
         rt, resumer = self.rt, self.rt.resumer
-        self.events += batch.events
+        self.events += events
         self.ahead = {t: p for t, p in self.ahead.items() if is_before(position, p)}
         records = [*self._pending_schema, *(extra or []),
                    *resumer.checkpoint_records(Checkpoint(position, self.version, self.events, self.ahead))]
-        with rt.sink.transaction() as cur:
+        target = target or TargetTransaction(rt.sink)
+        try:
             if apply is not None:
-                apply(cur)
+                apply(target.cursor)
             crash_point("incremental.after_apply")
             if resumer.writes_in_target:
-                resumer.write_in(cur, records)
+                resumer.write_in(target.cursor, records)
+        except BaseException:
+            target.rollback()
+            raise
+        target.commit()
         crash_point("incremental.after_commit")
         resumer.record_committed(records)
         self._pending_schema = []
@@ -302,13 +381,14 @@ class _Session:
         added = added_columns(change, self.schemas.get(table), lambda t: describe(self.rt, t), policy)
         if not added:
             raise SchemaChangeHalted(change, policy)
+        self._abandon_parts()  # the restart reads its transaction again, with the new columns
         schema = self.schemas[table]
         self.rt.sink.add_columns(schema, added)
         self.schemas = {**self.schemas, table: TableSchema(table, schema.columns + tuple(added), schema.primary_key)}
         self.version += 1
         log.info("DDL on %s: added columns %s to the target (schema version %d): %s", where,
                  [c.name for c in added], self.version, change.statement)
-        self._checkpoint(Batch(), change.position, extra=self.rt.resumer.schema_records(self.version, self.schemas))
+        self._checkpoint(0, change.position, extra=self.rt.resumer.schema_records(self.version, self.schemas))
         raise _Restart()
 
 

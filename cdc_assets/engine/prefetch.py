@@ -1,18 +1,23 @@
 """Read the log on its own thread while the driver applies: decoding (Python) overlaps the target's work
-(waiting on a socket), and the bounded queue keeps memory flat when the target is slower than the log."""
+(waiting on a socket), and the bounded queue keeps memory flat when the target is slower than the log: it holds
+at most QUEUE_ITEMS items and QUEUE_CHANGES row changes (64 transactions of 10,000 changes would be too many),
+though always one item, whatever its size."""
 from __future__ import annotations
 
 import queue
 import threading
 from collections.abc import Callable, Iterator
 
-QUEUE_ITEMS = 64  # transactions (or idles) read ahead
+QUEUE_ITEMS = 64  # transactions, parts (or idles) read ahead
+QUEUE_CHANGES = 20_000  # row changes read ahead
 _END = object()
 
 
 class prefetch:
     def __init__(self, items: Iterator, close_source: Callable[[], None]) -> None:
         self._queue: queue.Queue = queue.Queue(QUEUE_ITEMS)
+        self._room = threading.Condition()
+        self._queued_changes = 0
         self._closing = threading.Event()
         self._close_source = close_source
         self._thread = threading.Thread(target=self._run, args=(items,), name="cdc-log-reader", daemon=True)
@@ -32,6 +37,13 @@ class prefetch:
             self._put(_END)
 
     def _put(self, item) -> bool:
+        size = _changes(item)
+        with self._room:
+            while self._queued_changes and self._queued_changes + size > QUEUE_CHANGES:
+                if self._closing.is_set():
+                    return False
+                self._room.wait(0.2)
+            self._queued_changes += size
         while not self._closing.is_set():
             try:
                 self._queue.put(item, timeout=0.2)
@@ -45,6 +57,10 @@ class prefetch:
 
     def __next__(self):
         item = self._queue.get()
+        if size := _changes(item):
+            with self._room:
+                self._queued_changes -= size
+                self._room.notify()
         if item is _END:
             raise StopIteration
         if isinstance(item, _Failure):
@@ -55,6 +71,10 @@ class prefetch:
         self._closing.set()
         self._close_source()
         self._thread.join(timeout=30)
+
+
+def _changes(item) -> int:
+    return len(getattr(item, "changes", ()))
 
 
 class _Failure:

@@ -7,6 +7,9 @@ from cdc_assets.core.batches import TableChanges
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.sinks.base import Moves, SqlSink, Transport
 
+PAGE_ROWS = 5000  # rows per statement
+PAGE_BYTES = 64 << 20  # rough text size per statement: far below PostgreSQL's 1 GB limit on one message
+
 _FROM_MYSQL = {
     Kind.UINT64: "numeric(20,0)", Kind.FLOAT32: "real", Kind.FLOAT64: "double precision", Kind.BINARY: "bytea",
     Kind.DATE: "date", Kind.YEAR: "smallint", Kind.JSON: "jsonb", Kind.ENUM: "text", Kind.SET: "text",
@@ -54,28 +57,26 @@ class PostgresSink(SqlSink):
         gone = [*changes.deletes, *changes.rows, *moves.copies]
         if gone:
             cols, template = values(key)
-            execute_values(cursor, f"DELETE FROM {table} AS t USING (VALUES %s) AS v({cols}) WHERE {match}",
-                           gone, template=template, page_size=len(gone))
+            _execute(cursor, f"DELETE FROM {table} AS t USING (VALUES %s) AS v({cols}) WHERE {match}", gone, template)
         if changes.rows:
             names = [c.name for c in schema.columns]
             cols, template = values(names)
             rows = [tuple(_param(row.get(n)) for n in names) for row in changes.rows.values()]
-            execute_values(cursor, f"INSERT INTO {table} ({cols}) VALUES %s", rows, template=template,
-                           page_size=len(rows))
+            _execute(cursor, f"INSERT INTO {table} ({cols}) VALUES %s", rows, template)
         if moves.copies:
             self._insert_copies(cursor, schema, moves, values)
         for names, rows in _by_columns({**changes.partial, **moves.updates}, key).items():
             cols, template = values(names)
             sets = ", ".join(f"{self.q(n)} = v.{self.q(n)}" for n in names if n not in key)
-            execute_values(cursor, f"UPDATE {table} AS t SET {sets} FROM (VALUES %s) AS v({cols}) WHERE {match}",
-                           rows, template=template, page_size=len(rows))
+            _execute(cursor, f"UPDATE {table} AS t SET {sets} FROM (VALUES %s) AS v({cols}) WHERE {match}", rows,
+                     template)
 
     def target_row(self, cursor, schema: TableSchema, key: tuple) -> tuple | None:
         # As text: every PostgreSQL type reads back exactly through its text form and the `%s::type` casts.
         types = {k: self.column_type(schema.column(k), True) for k in schema.primary_key}
         cursor.execute(f"SELECT {', '.join(f'{self.q(c.name)}::text' for c in schema.columns)} "
                        f"FROM {self.table_sql(schema.table)} WHERE "
-                       + " AND ".join(f"{self.q(k)} = %s::{types[k]}" for k in schema.primary_key), key)
+                       + " AND ".join(f"{self.q(k)} = CAST(%s AS {types[k]})" for k in schema.primary_key), key)
         return cursor.fetchone()
 
     def _insert_copies(self, cursor, schema: TableSchema, moves: Moves, values) -> None:
@@ -84,8 +85,7 @@ class PostgresSink(SqlSink):
         cols, template = values(names)
         rows = [tuple(new[key.index(n)] if n in key else row[i] for i, n in enumerate(names))
                 for new, row in moves.copies.items()]
-        execute_values(cursor, f"INSERT INTO {self.table_sql(schema.table)} ({cols}) VALUES %s", rows,
-                       template=template, page_size=len(rows))
+        _execute(cursor, f"INSERT INTO {self.table_sql(schema.table)} ({cols}) VALUES %s", rows, template)
 
     def relation_bytes(self, cursor, table: str, name: TableId) -> int:
         cursor.execute("SELECT pg_total_relation_size(%s::regclass)", (table,))
@@ -115,6 +115,37 @@ def mysql_to_postgres(column: Column) -> str:
     if kind == Kind.BIT:
         return f"bit({column.length})"
     return _FROM_MYSQL[kind]
+
+
+def _execute(cursor, sql: str, rows: list[tuple], template: str) -> None:
+    for page in _pages(rows):
+        execute_values(cursor, sql, page, template=template, page_size=len(page))
+
+
+def _pages(rows: list[tuple]) -> list[list[tuple]]:
+    """`rows` cut into statements of at most PAGE_ROWS rows and about PAGE_BYTES of values (a row alone may be
+    larger: it goes alone)."""
+    pages, page, size = [], [], 0
+    for row in rows:
+        row_size = sum(_text_size(v) for v in row)
+        if page and (len(page) == PAGE_ROWS or size + row_size > PAGE_BYTES):
+            pages.append(page)
+            page, size = [], 0
+        page.append(row)
+        size += row_size
+    return pages + [page] if page else pages
+
+
+def _text_size(value) -> int:
+    """Roughly how long `value` is as SQL text: bytea travels as hex, multi-byte characters count once (the
+    budget leaves room for that)."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return 2 * len(value)
+    if isinstance(value, (list, tuple)):
+        return sum(_text_size(v) for v in value)
+    return 16
 
 
 def _by_columns(partial: dict[tuple, dict], key: tuple[str, ...]) -> dict[tuple[str, ...], list[tuple]]:

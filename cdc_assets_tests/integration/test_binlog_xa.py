@@ -21,7 +21,7 @@ def task(servers, unique_name, tmp_path):
     with source_database(servers, "mysql", unique_name, SEED) as src:
         config = config_for(tmp_path, servers, task_id="xa", source="mysql", source_db=unique_name,
                             tables=[f"{unique_name}.t"], target="postgres", target_db=target,
-                            pipeline={"startup_mode": "latest"})
+                            pipeline={"startup_mode": "latest", "transaction_part_events": 5})
         rt = TaskRuntime(config)
         rt.sink.ensure_table(rt.source.describe(config.source.table_ids[0]))
         with tgt.cursor() as cur:  # what a snapshot would have copied
@@ -60,6 +60,19 @@ def execute(conn, *statements):
 
 def prepare(conn, xid: str, *statements):
     execute(conn, f"XA START {xid}", *statements, f"XA END {xid}", f"XA PREPARE {xid}")
+
+
+def test_xa_groups_larger_than_a_part_are_held_whole_until_their_outcome(task):
+    """Parts of 5 changes: a rolled-back XA of 20 inserts must not leak parts into the next transaction's commit."""
+    rt, connect, target_rows, source_rows = task
+    a, other = connect(), connect()
+    prepare(a, "'big'", *[f"INSERT INTO t VALUES ({100 + i}, 'rolled back')" for i in range(20)])
+    execute(other, "INSERT INTO t VALUES (30, 'plain')")
+    execute(a, "XA ROLLBACK 'big'")
+    prepare(a, "'kept'", *[f"INSERT INTO t VALUES ({200 + i}, 'kept')" for i in range(20)])
+    execute(a, "XA COMMIT 'kept'")
+    sync(rt, until_caught_up=True)
+    assert target_rows() == source_rows() and len(source_rows()) == 23
 
 
 def test_xa_commit_applies_its_rows_and_xa_rollback_applies_nothing(task):

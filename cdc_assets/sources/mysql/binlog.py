@@ -31,7 +31,7 @@ from pymysqlreplication.event import (FormatDescriptionEvent, GtidEvent, Heartbe
 from pymysqlreplication.row_event import (DeleteRowsEvent, PartialUpdateRowsEvent, RowsEvent, UpdateRowsEvent,
                                           WriteRowsEvent)
 
-from cdc_assets.core.events import Idle, Op, RowChange, SchemaChange, Transaction
+from cdc_assets.core.events import Idle, Op, RowChange, SchemaChange, Transaction, TransactionPart
 from cdc_assets.core.positions import MysqlPosition, is_before
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
@@ -230,6 +230,8 @@ def ddl_tables(statement: str, default_db: str, captured: Collection[TableId]) -
 _TRANSACTION_CONTROL = re.compile(r"(?:SAVEPOINT|RELEASE\s+SAVEPOINT|ROLLBACK\s+(?:WORK\s+)?TO|XA)\b", re.I)
 _TRANSACTION_END = re.compile(r"(?:COMMIT|ROLLBACK)(?:\s+WORK)?\s*;?", re.I)
 # How the server logs the outcome of a prepared XA: its xid as gtrid, bqual in hex, then formatID.
+FL_PREPARED_XA = 64  # MariaDB Gtid_log_event flags2: the group is an XA PREPARE's (log_event.h)
+_XA_START = re.compile(r"XA\s+(?:START|BEGIN)\b", re.I)
 _XA_OUTCOME = re.compile(r"XA\s+(?P<outcome>COMMIT|ROLLBACK)\s+X'(?P<gtrid>[0-9A-F]*)'\s*,\s*X'(?P<bqual>[0-9A-F]*)'"
                          r"\s*,\s*(?P<format>\d+)\s*;?", re.I)
 
@@ -252,23 +254,28 @@ class _Assembler:
 
     A "ROLLBACK" that reaches the binlog ends a group too: only non-transactional changes are logged before
     it, and those did happen. `feed` returns None inside a group and a list (maybe empty) at each group end
-    and at each heartbeat.
+    and at each heartbeat; with `part_events`, also TransactionParts of exactly that many changes inside a
+    group whenever that many are held, so that no more are held at once. An XA group is never handed out in
+    parts: whether its rows apply is known only at its XA COMMIT or ROLLBACK, so they are held whole.
 
     An XA prepared before `start` and committed after it is not held: `lookup` finds its changes further back
     in the log (without one, such a commit is taken as the end of a group of nothing captured).
     """
 
     def __init__(self, start: MysqlPosition, schemas: dict[TableId, TableSchema], where: str,
-                 lookup: XaLookup | None = None) -> None:
+                 lookup: XaLookup | None = None, part_events: int | None = None) -> None:
         self.boundary = start
         self.prepared: dict[XaId, list[RowChange]] = {}  # prepared XAs seen since `start`, not yet committed
         self._lookup = lookup
         self.schemas = schemas
         self.where = where
+        self.part_events = part_events
         self.file = start.file
         self.inside = False
         self.gtid = ""
         self.changes: list[RowChange] = []
+        self.parted = False  # parts of the current group were handed out
+        self.xa = False  # the current group is an XA transaction's: held whole until its outcome
         self._convs = {table: converters(schema) for table, schema in schemas.items()}
         self._handlers = {
             WriteRowsEvent: self._insert, UpdateRowsEvent: self._update, PartialUpdateRowsEvent: self._update,
@@ -277,12 +284,26 @@ class _Assembler:
             HeartbeatLogEvent: self._heartbeat, XAPrepareEvent: self._xa_prepare,
         }
 
-    def feed(self, event) -> list[Transaction | SchemaChange] | None:
-        return self._handlers[type(event)](event)
+    def feed(self, event) -> list[Transaction | TransactionPart | SchemaChange] | None:
+        items = self._handlers[type(event)](event)
+        if items is None and self.part_events and not self.xa and len(self.changes) >= self.part_events:
+            return self._parts()
+        return items
+
+    def _parts(self) -> list[TransactionPart]:
+        # A row event's position lies inside its group, so strictly before the group's end.
+        n = self.part_events
+        parts = [TransactionPart(self.changes[i:i + n], self.changes[i + n - 1].position)
+                 for i in range(0, len(self.changes) - n + 1, n)]
+        self.changes, self.parted = self.changes[len(parts) * n:], True
+        return parts
 
     def restart(self) -> None:
         """Forget a partial group: the stream reopens at the boundary."""
-        self.file, self.inside, self.gtid, self.changes = self.boundary.file, False, "", []
+        if self.parted:  # re-reading the group would hand its first parts out twice
+            raise UnreachableError(f"the binlog stream of {self.where} ended inside a transaction handed out in "
+                                   "parts", "nothing to do: the run rolls the parts back and reads it again")
+        self.file, self.inside, self.gtid, self.changes, self.xa = self.boundary.file, False, "", [], False
 
     def caught_up(self, file: str, pos: int) -> None:
         """The stream ended at the log end; outside a group that end is a boundary too."""
@@ -291,18 +312,22 @@ class _Assembler:
 
     def _end(self, event) -> MysqlPosition:
         self.boundary = MysqlPosition(self.file, event.packet.log_pos, self.gtid)
-        self.inside, self.gtid = False, ""
+        self.inside, self.gtid, self.parted, self.xa = False, "", False, False
         return self.boundary
 
     def _commit(self, event, xid: int | None) -> list[Transaction | SchemaChange]:
-        changes, self.changes = self.changes, []
-        return [Transaction(changes, self._end(event), float(event.timestamp), xid)]
+        changes, self.changes, parted = self.changes, [], self.parted
+        end = self._end(event)
+        # After parts the end must come even with no change left: it is what commits them.
+        return [Transaction(changes, end, float(event.timestamp), xid)] if changes or parted else []
 
     def _xid(self, event: XidEvent):
         return self._commit(event, event.xid)
 
     def _gtid(self, event) -> None:
         self.inside, self.gtid = True, event.gtid
+        # MariaDB flags an XA PREPARE's group in its GTID event; MySQL logs "XA START" inside it (see _query).
+        self.xa = isinstance(event, MariadbGtidEvent) and bool(event.flags & FL_PREPARED_XA)
 
     def _rotate(self, event: RotateEvent) -> None:
         self.file = event.next_binlog
@@ -325,6 +350,7 @@ class _Assembler:
         if m := _XA_OUTCOME.fullmatch(statement):
             return self._xa_outcome(event, m)
         if _TRANSACTION_CONTROL.match(statement):
+            self.xa = self.xa or bool(_XA_START.match(statement))
             return None
         default_db = event.schema.decode("utf-8", errors="replace")
         tables = ddl_tables(statement, default_db, self.schemas)
@@ -465,16 +491,17 @@ class BinlogReader:
         self.schemas = schemas
         self._closed = False
 
-    def read(self, start: MysqlPosition, stop_at: MysqlPosition | None = None
-             ) -> Iterator[Transaction | SchemaChange | Idle]:
+    def read(self, start: MysqlPosition, stop_at: MysqlPosition | None = None, part_events: int | None = None
+             ) -> Iterator[Transaction | TransactionPart | SchemaChange | Idle]:
         """Yield what committed after `start`: Transactions with captured changes, SchemaChanges of captured
-        tables, and Idle(boundary) after ~1 s without either.
+        tables, and Idle(boundary) after ~1 s without either. With `part_events`, a transaction's changes
+        come in TransactionParts of that many before its Transaction (which holds the rest).
 
         With `stop_at`, return after the group ending at or after it, or once the log end reached it; the
         last boundary is reported (as Idle) before returning. Without it, read until `close()`.
         Raises PositionLost (start purged or not an event boundary), UnreachableError, SourceSetupError."""
         lookup = _PreparedBefore(self.url, default_server_id(f"{self.server_id}#xa"), self.schemas, start)
-        asm = _Assembler(start, self.schemas, str(self.url), lookup)
+        asm = _Assembler(start, self.schemas, str(self.url), lookup, part_events)
         reported, last_yield = start, time.monotonic()
         blocking = stop_at is None  # a bounded read drains the log first, then waits only if it must
         while not self._closed:
@@ -487,9 +514,8 @@ class BinlogReader:
                     if items is None:
                         continue
                     for item in items:
-                        if isinstance(item, SchemaChange) or item.changes:
-                            yield item
-                            reported, last_yield = asm.boundary, time.monotonic()
+                        yield item
+                        reported, last_yield = asm.boundary, time.monotonic()
                     if stop_at is not None and not is_before(asm.boundary, stop_at):
                         break
                     if time.monotonic() - last_yield >= IDLE_AFTER:  # quiet, or busy with other tables

@@ -27,7 +27,7 @@ import psycopg2.errors
 import psycopg2.extensions as ext
 from psycopg2.extras import LogicalReplicationConnection
 
-from cdc_assets.core.events import Idle, Op, RowChange, SchemaChange, Transaction
+from cdc_assets.core.events import Idle, Op, RowChange, SchemaChange, Transaction, TransactionPart
 from cdc_assets.core.positions import PgPosition
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
@@ -299,11 +299,15 @@ class _Assembler:
     of a captured table, and the first change read with a Relation that differs from the definition the table was
     read with so far (at first: its recorded schema, so DDL done while no run was reading counts too), yield a
     SchemaChange at once, positioned at the last commit end before it (resuming there replays its transaction).
-    Transactions that end at or before `start` were applied already and yield nothing.
+    Transactions that end at or before `start` were applied already and yield nothing. With `part_events`, a
+    transaction's changes are handed out in TransactionParts of that many (not positioned yet: the commit's end
+    is unknown) whenever that many are held, and its Transaction holds the rest.
     """
 
-    def __init__(self, start: PgPosition, schemas: dict[TableId, TableSchema], cursor, catalog: Catalog) -> None:
+    def __init__(self, start: PgPosition, schemas: dict[TableId, TableSchema], cursor, catalog: Catalog,
+                 part_events: int | None = None) -> None:
         self.start = start
+        self.part_events = part_events
         self.boundary = start  # the end of the last commit seen, or start
         self.schemas = schemas
         self.cursor = cursor
@@ -311,6 +315,7 @@ class _Assembler:
         self.replayed = False
         self.begin: pgoutput.Begin | None = None
         self.pending: list[tuple] = []  # (table, op, key, after, before)
+        self.parted = False  # parts of the current transaction were handed out
         self.relations: dict[int, _Relation] = {}
         self.catalog = catalog
         self.accepted: dict[TableId, Shape] = {t: recorded_shape(s) for t, s in schemas.items()}
@@ -321,14 +326,25 @@ class _Assembler:
             pgoutput.Truncate: self._truncate,
         }
 
-    def feed(self, message: pgoutput.Message) -> list[Transaction | SchemaChange]:
+    def feed(self, message: pgoutput.Message) -> list[Transaction | TransactionPart | SchemaChange]:
         handler = self._handlers.get(type(message))  # Origin and Type tell us nothing we use
-        return handler(message) if handler else []
+        items = handler(message) if handler else []
+        if self.inside and self.part_events and len(self.pending) >= self.part_events:
+            return items + self._parts()
+        return items
+
+    def _parts(self) -> list[TransactionPart]:
+        # Begin's final_lsn is where the commit record starts: the commit's end lies after it.
+        n, floor = self.part_events, PgPosition(self.begin.final_lsn)
+        parts = [TransactionPart([RowChange(*change) for change in self.pending[i:i + n]], floor)
+                 for i in range(0, len(self.pending) - n + 1, n)]
+        self.pending, self.parted = self.pending[len(parts) * n:], True
+        return parts
 
     def _begin(self, message: pgoutput.Begin) -> list:
         # A commit record never straddles `start` (a commit end or a keepalive's walEnd), so a transaction
         # whose commit record starts before it also ends at or before it.
-        self.inside, self.begin, self.pending = True, message, []
+        self.inside, self.begin, self.pending, self.parted = True, message, [], False
         self.replayed = message.final_lsn < self.start.lsn
         return []
 
@@ -337,7 +353,7 @@ class _Assembler:
         if self.replayed:
             return []
         end = self.boundary = PgPosition(message.end_lsn)
-        if not pending:
+        if not pending and not self.parted:  # after parts the end must come: it is what commits them
             return []
         changes = [RowChange(*change, position=end) for change in pending]
         return [Transaction(changes, end, message.commit_time.timestamp(), self.begin.xid)]
@@ -450,10 +466,11 @@ class PgLogReader:
         self._closed = False
         self._ack: PgPosition | None = None  # sent by the reading thread: a replication cursor is not shared
 
-    def read(self, start: PgPosition, stop_at: PgPosition | None = None
-             ) -> Iterator[Transaction | SchemaChange | Idle]:
+    def read(self, start: PgPosition, stop_at: PgPosition | None = None, part_events: int | None = None
+             ) -> Iterator[Transaction | TransactionPart | SchemaChange | Idle]:
         """Yield what committed after `start`: Transactions with captured changes, SchemaChanges of captured
-        tables, and Idle(position) after ~1 s without either.
+        tables, and Idle(position) after ~1 s without either. With `part_events`, a transaction's changes
+        come in TransactionParts of that many before its Transaction (which holds the rest).
 
         With `stop_at`, return after the transaction ending at or after it, or once the stream is quiet and
         the server decoded up to it; the last position is reported (as Idle) before returning. Without it,
@@ -468,15 +485,16 @@ class PgLogReader:
             cursor = conn.cursor()
             self._start(cursor, start)
             self._cursor = cursor
-            yield from self._stream(cursor, start, stop_at, catalog)
+            yield from self._stream(cursor, start, stop_at, catalog, part_events)
         finally:
             self._cursor = None
             conn.close()
             if catalog is not None:
                 catalog.close()
 
-    def _stream(self, cursor, start: PgPosition, stop_at: PgPosition | None, catalog: Catalog) -> Iterator:
-        asm = _Assembler(start, self.schemas, cursor, catalog)
+    def _stream(self, cursor, start: PgPosition, stop_at: PgPosition | None, catalog: Catalog,
+                part_events: int | None) -> Iterator:
+        asm = _Assembler(start, self.schemas, cursor, catalog, part_events)
         sent = reported = start  # `sent`: every transaction committing before it was received
         last_yield = time.monotonic()
         while not self._closed:
