@@ -207,6 +207,8 @@ def assert_audit_exactly_once(rows: list[tuple]) -> None:
 
 
 @pytest.mark.parametrize("phase, exactly_once", [
+    ("backfill", True),  # inside a split's commit transaction, while the log window is replayed
+    ("catch_up", True),  # the third checkpoint of the catch-up after the snapshot
     ("apply_before_checkpoint", True),  # batch applied, its transaction (with the checkpoint) not committed
     ("steady_state", True),  # an outside SIGKILL while following a writer
     ("apply_before_checkpoint", False),  # sqlite positions: target committed, checkpoint not written: replayed
@@ -238,14 +240,20 @@ def test_sigkill_in_incremental_phase_into_mariadb_loses_nothing(tmp_path, serve
     writer = Writer(servers.mariadb, unique_name)
     writer.start()
     try:
-        for tp in plans:
-            snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+        if phase == "backfill":
+            killed_by_itself(cli(path, env, "snapshot", crash="snapshot.backfill:2"))
+            ok(cli(path, env, "snapshot"))
+        else:
+            for tp in plans:
+                snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
         rt.close(stop_spark=False)
         time.sleep(2)  # a backlog for the catch-up
-        if phase == "apply_before_checkpoint":
+        if phase == "catch_up":
+            killed_by_itself(cli(path, env, "sync", crash="incremental.after_commit:3"))
+        elif phase == "apply_before_checkpoint":
             point = "incremental.after_apply:2" if exactly_once else "incremental.after_commit:2"
             killed_by_itself(cli(path, env, "sync", crash=point))
-        else:
+        elif phase == "steady_state":
             proc = cli(path, env, "sync")
             time.sleep(8)  # caught up, then following the writer
             assert proc.poll() is None, proc.communicate()[0][-3000:]
