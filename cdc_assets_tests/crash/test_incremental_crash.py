@@ -224,6 +224,7 @@ def test_sigkill_in_incremental_phase_into_mariadb_loses_nothing(tmp_path, serve
             cur.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
             cur.execute(f"INSERT INTO {t} SELECT seq, 0, 'seed' FROM seq_1_to_{ROWS}")
     resumer = {"resume_type": "from_target"} if exactly_once else {"resume_type": "sqlite"}
+    # The task id is the test's: the position table on the shared target server holds every test's records.
     path = write_config(tmp_path, servers, task_id=f"crash_inc_{unique_name}", source="mysql",
                         source_db=unique_name, tables=[f"{unique_name}.{t}" for t in TABLES], target="mysql",
                         target_db="", target_server=mariadb_target,
