@@ -4,13 +4,14 @@ values survive."""
 import secrets
 from dataclasses import dataclass
 
+import pymysql
 import pytest
 
 from cdc_assets.core.positions import is_before
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.engine.snapshot import snapshot_splits
+from cdc_assets.engine.snapshot import SplitFailed, snapshot_splits
 from cdc_assets_tests.support import config_for, fetch_rows, source_database
 
 ROWS = 600
@@ -153,3 +154,54 @@ def test_sync_applies_every_change_and_checkpoints(tmp_path, servers, spark, sou
             cur.execute("SELECT position_data FROM cdc_assets_meta.task_position WHERE resumer_type = 'CdcDoing' "
                         "AND task_id = %s", (rt.config.task_id,))
             assert cur.fetchone() is not None
+
+
+@pytest.fixture
+def lenient_target(mariadb_target):
+    """The second MariaDB with an empty global sql_mode, as many installations run: out of range and invalid
+    values are clipped or zeroed with a warning instead of refused. Restored afterwards."""
+    conn = mariadb_target.connect()
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@GLOBAL.sql_mode")
+        [mode] = cur.fetchone()
+        cur.execute("SET GLOBAL sql_mode = ''")
+    try:
+        yield conn
+    finally:
+        with conn.cursor() as cur:
+            cur.execute("SET GLOBAL sql_mode = %s", (mode,))
+        conn.close()
+
+
+@pytest.mark.parametrize("path", ["snapshot", "log"])
+def test_a_value_a_lenient_mysql_target_cannot_hold_stops_the_task(tmp_path, servers, spark, mariadb_target,
+                                                                    lenient_target, unique_name, path):
+    """An unconstrained NUMERIC lands as DECIMAL(65,30) (README "Type mapping"): 1e40 does not fit. The target
+    refuses it whatever its sql_mode, naming the column, rather than storing 99999...9.999...9."""
+    ns, big = unique_name, "INSERT INTO {ns}.wide VALUES (2, 1e40)"
+    seed = [f"CREATE SCHEMA {ns}", f"CREATE TABLE {ns}.wide (id INT PRIMARY KEY, n NUMERIC)",
+            f"INSERT INTO {ns}.wide VALUES (1, 1.5)", *([big.format(ns=ns)] if path == "snapshot" else [])]
+    with source_database(servers, "postgres", unique_name, seed) as conn:
+        config = config_for(tmp_path, servers, task_id=f"wide_{unique_name}", source="postgres", source_db=unique_name,
+                            tables=[f"{ns}.wide"], target="mysql", target_db="", target_server=mariadb_target)
+        rt = TaskRuntime(config)
+        rt.adopt_spark(spark)
+        try:
+            with pytest.raises((pymysql.err.DataError, SplitFailed), match="Out of range value for column 'n'"):
+                for tp in ensure_plans(rt):
+                    snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+                if path == "log":
+                    with conn.cursor() as cur:
+                        cur.execute(big.format(ns=ns))
+                    sync(rt, until_caught_up=True)
+        finally:
+            rt.close(stop_spark=False)
+    try:
+        assert rendered_wide(lenient_target, ns) == ([] if path == "snapshot" else [(1, "1.500000000000000000000000000000")])
+    finally:
+        with lenient_target.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{ns}`")
+
+
+def rendered_wide(conn, ns: str) -> list[tuple]:
+    return fetch_rows(conn, f"(SELECT id, CAST(n AS CHAR) FROM `{ns}`.wide) AS t", "1")
