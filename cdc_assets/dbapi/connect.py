@@ -1,6 +1,7 @@
 """Open DBAPI connections to MySQL/MariaDB and PostgreSQL, with errors that never show a password.
 
-Every session runs in UTC so temporal values mean the same thing on both sides.
+Every session runs in UTC so temporal values mean the same thing on both sides. MySQL sessions are strict
+whatever the server's sql_mode: a value a column cannot hold is an error, never clipped, truncated or zeroed.
 """
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import psycopg2
 
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.errors import UnreachableError
+
+STRICT_UTC_SESSION = "SET time_zone = '+00:00', sql_mode = CONCAT_WS(',', NULLIF(@@sql_mode, ''), 'STRICT_ALL_TABLES')"
 
 
 def postgres_args(url: DbUrl, database: str | None = None) -> dict:
@@ -25,7 +28,7 @@ def connect(url: DbUrl, database: str | None = None, *, autocommit: bool = True)
             return pymysql.connect(
                 host=url.host, port=url.port, user=url.user, password=url.password, database=db or None,
                 autocommit=autocommit, charset="utf8mb4", local_infile=True, connect_timeout=10,
-                init_command="SET time_zone = '+00:00'",
+                init_command=STRICT_UTC_SESSION,
             )
         if url.db_type == "postgres":
             conn = psycopg2.connect(**postgres_args(url, db))

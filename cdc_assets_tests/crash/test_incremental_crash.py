@@ -168,3 +168,118 @@ def test_sigkill_in_incremental_phase_loses_nothing(tmp_path, servers, unique_na
                 visible[(tbl, id_)] = v
     tgt.close()
     src.close()
+
+
+# The audit on a MariaDB target: a transaction-precise system-versioned table stamps every row with the id of
+# the transaction that inserted it (INNODB_TRX would not do: InnoDB refreshes that view at most every 0.1 s, so
+# a trigger could read the previous transaction's id). MariaDB triggers fire on one event each.
+MARIADB_AUDIT = """CREATE TABLE audit (seq BIGINT AUTO_INCREMENT PRIMARY KEY, tbl VARCHAR(10), id INT, v INT,
+  tx BIGINT UNSIGNED GENERATED ALWAYS AS ROW START INVISIBLE,
+  tx_end BIGINT UNSIGNED GENERATED ALWAYS AS ROW END INVISIBLE,
+  PERIOD FOR SYSTEM_TIME (tx, tx_end)) ENGINE=InnoDB WITH SYSTEM VERSIONING"""
+
+
+def audit_mariadb(conn, database: str) -> None:
+    with conn.cursor() as cur:
+        cur.execute(f"USE `{database}`")
+        cur.execute(MARIADB_AUDIT)
+        for t in TABLES:
+            for event in ("INSERT", "UPDATE"):
+                cur.execute(f"CREATE TRIGGER audit_{t}_{event.lower()} AFTER {event} ON {t} FOR EACH ROW "
+                            f"INSERT INTO audit (tbl, id, v) VALUES ('{t}', NEW.id, NEW.v)")
+
+
+def assert_audit_exactly_once(rows: list[tuple]) -> None:
+    """`rows`: (tbl, id, v, tx) in the order they were written. No row version committed by two transactions;
+    per row, what each transaction left visible (its last version of it) only ever goes forward."""
+    writers: dict[tuple, set] = {}
+    last_by_tx: dict[tuple, int] = {}  # (tbl, id, tx) -> the last version, in the order the transactions wrote
+    for tbl, id_, v, tx in rows:
+        writers.setdefault((tbl, id_, v), set()).add(tx)
+        last_by_tx.pop((tbl, id_, tx), None)
+        last_by_tx[(tbl, id_, tx)] = v
+    twice = [version for version, txs in writers.items() if len(txs) > 1][:5]
+    assert twice == [], f"row versions applied by two transactions: {twice}"
+    visible: dict[tuple, int] = {}
+    for (tbl, id_, _), v in last_by_tx.items():
+        assert v > visible.get((tbl, id_), -1), f"{tbl}.{id_} went back from {visible[(tbl, id_)]} to {v}"
+        visible[(tbl, id_)] = v
+
+
+@pytest.mark.parametrize("phase, exactly_once", [
+    ("backfill", True),  # inside a split's commit transaction, while the log window is replayed
+    ("catch_up", True),  # the third checkpoint of the catch-up after the snapshot
+    ("apply_before_checkpoint", True),  # batch applied, its transaction (with the checkpoint) not committed
+    ("steady_state", True),  # an outside SIGKILL while following a writer
+    ("apply_before_checkpoint", False),  # sqlite positions: target committed, checkpoint not written: replayed
+])
+def test_sigkill_in_incremental_phase_into_mariadb_loses_nothing(tmp_path, servers, mariadb_target, unique_name,
+                                                                 spark, phase, exactly_once):
+    """As above into a MariaDB target (the second server: the target database is named like the source's),
+    where `from_target` keeps the position table in the target."""
+    servers.mariadb.create_database(unique_name)
+    src = servers.mariadb.connect(unique_name)
+    with src.cursor() as cur:
+        for t in TABLES:
+            cur.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
+            cur.execute(f"INSERT INTO {t} SELECT seq, 0, 'seed' FROM seq_1_to_{ROWS}")
+    resumer = {"resume_type": "from_target"} if exactly_once else {"resume_type": "sqlite"}
+    # The task id is the test's: the position table on the shared target server holds every test's records.
+    path = write_config(tmp_path, servers, task_id=f"crash_inc_{unique_name}", source="mysql",
+                        source_db=unique_name, tables=[f"{unique_name}.{t}" for t in TABLES], target="mysql",
+                        target_db="", target_server=mariadb_target,
+                        snapshot={"split_size": SPLIT, "partitions_per_run": 2}, resumer=resumer,
+                        pipeline={"exactly_once": exactly_once, "checkpoint_after_events": 40,
+                                  "checkpoint_interval_secs": 0.5})
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "dagster_home")}
+    tgt = mariadb_target.connect()
+
+    rt = TaskRuntime(load_config(path))
+    rt.adopt_spark(spark)
+    plans = ensure_plans(rt)  # creates the target tables: audit them from their first row on
+    audit_mariadb(tgt, unique_name)
+    writer = Writer(servers.mariadb, unique_name)
+    writer.start()
+    try:
+        if phase == "backfill":
+            killed_by_itself(cli(path, env, "snapshot", crash="snapshot.backfill:2"))
+            ok(cli(path, env, "snapshot"))
+        else:
+            for tp in plans:
+                snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+        rt.close(stop_spark=False)
+        time.sleep(2)  # a backlog for the catch-up
+        if phase == "catch_up":
+            killed_by_itself(cli(path, env, "sync", crash="incremental.after_commit:3"))
+        elif phase == "apply_before_checkpoint":
+            point = "incremental.after_apply:2" if exactly_once else "incremental.after_commit:2"
+            killed_by_itself(cli(path, env, "sync", crash=point))
+        elif phase == "steady_state":
+            proc = cli(path, env, "sync")
+            time.sleep(8)  # caught up, then following the writer
+            assert proc.poll() is None, proc.communicate()[0][-3000:]
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        follower = cli(path, env, "sync")  # restarted while the writer still runs
+        time.sleep(4)
+        follower.send_signal(signal.SIGTERM)
+        ok(follower, timeout=120)
+    finally:
+        writer.finish()
+    assert writer.transactions > 100
+    ok(cli(path, env, "sync", "--until-caught-up"))
+
+    try:
+        for t in TABLES:
+            assert fetch_rows(tgt, f"`{unique_name}`.{t}", "id") == fetch_rows(src, t, "id"), f"{t} differs"
+        if exactly_once:
+            with tgt.cursor() as cur:
+                cur.execute(f"SELECT tbl, id, v, tx FROM `{unique_name}`.audit ORDER BY seq")
+                rows = cur.fetchall()
+            assert len(rows) > 3 * ROWS  # the snapshot's rows and the log's
+            assert_audit_exactly_once(rows)
+    finally:
+        with tgt.cursor() as cur:
+            cur.execute(f"DROP DATABASE `{unique_name}`")
+        tgt.close()
+        src.close()
