@@ -8,6 +8,7 @@ from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect
 from cdc_assets.errors import ConfigError, PositionLost
+from cdc_assets.sources.postgres.partitions import refuse_overlap
 from cdc_assets.sources.postgres.replication import (REPLAN_HINT, PgLogReader, ensure_publication, ensure_slot,
                                                      publication_name, slot_name, slot_state)
 
@@ -23,6 +24,7 @@ class PostgresLog:
         commit after its consistent point, which precedes every watermark taken later."""
         conn = connect(self.url)
         try:
+            refuse_overlap(conn, tables)
             ensure_publication(conn, self.publication, tables)
             return ensure_slot(conn, self.slot)
         finally:

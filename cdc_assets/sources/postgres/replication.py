@@ -34,6 +34,7 @@ from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, qualified, quote_ident
 from cdc_assets.errors import PositionLost, SourceSetupError, TableError, UnreachableError
 from cdc_assets.sources.postgres import pgoutput
+from cdc_assets.sources.postgres.partitions import partitions_of
 
 IDLE_AFTER = 1.0  # seconds without a yield before an Idle
 POLL_INTERVAL = 0.2  # seconds select() waits for the replication socket
@@ -72,14 +73,20 @@ def slot_name(task_id: str) -> str:
 # ---- publication and slot administration (on an autocommit connection) ---------------------------------------
 
 def ensure_publication(conn, name: str, tables: list[TableId]) -> None:
-    """Make publication `name` publish exactly `tables`: create it, or set its table list if it exists."""
+    """Make publication `name` publish exactly `tables`: create it, or set its table list if it exists.
+
+    A partitioned table's rows live in its leaf partitions, and by default the server publishes each change under
+    the leaf's name; `publish_via_partition_root` publishes it under the partitioned table named here instead,
+    including partitions created or attached later."""
     listed = ", ".join(qualified("postgres", t.namespace, t.name) for t in tables)
+    publication = quote_ident("postgres", name)
     try:
         with conn.cursor() as cur:
             try:
-                cur.execute(f"CREATE PUBLICATION {quote_ident('postgres', name)} FOR TABLE {listed}")
+                cur.execute(f"CREATE PUBLICATION {publication} FOR TABLE {listed} WITH (publish_via_partition_root)")
             except psycopg2.errors.DuplicateObject:
-                cur.execute(f"ALTER PUBLICATION {quote_ident('postgres', name)} SET TABLE {listed}")
+                cur.execute(f"ALTER PUBLICATION {publication} SET TABLE {listed}")
+                cur.execute(f"ALTER PUBLICATION {publication} SET (publish_via_partition_root)")
     except psycopg2.errors.UndefinedTable as exc:
         raise TableError(f"cannot publish {listed}: {_first_line(exc)}",
                          "create the table, or remove it from source.tables") from None
@@ -290,13 +297,15 @@ class _Assembler:
     makes a transaction's changes visible at its commit, so that is where each of them takes effect. A changed
     Relation or a Truncate of a captured table yields a SchemaChange at once, positioned at the last commit
     end before it (resuming there replays its transaction). Transactions that end at or before `start` were
-    applied already and yield nothing.
+    applied already and yield nothing. A partition's changes count as its configured partitioned table's (`owners`).
     """
 
-    def __init__(self, start: PgPosition, schemas: dict[TableId, TableSchema], cursor) -> None:
+    def __init__(self, start: PgPosition, schemas: dict[TableId, TableSchema], cursor,
+                 owners: dict[TableId, TableId] | None = None) -> None:
         self.start = start
         self.boundary = start  # the end of the last commit seen, or start
         self.schemas = schemas
+        self.owners = owners or {}
         self.cursor = cursor
         self.inside = False
         self.replayed = False
@@ -333,6 +342,7 @@ class _Assembler:
     def _relation(self, message: pgoutput.Relation) -> list[SchemaChange]:
         known = self.relations.get(message.relation_id)
         table = TableId(message.namespace, message.name)
+        table = self.owners.get(table, table)
         casters = tuple(caster(c.type_oid) for c in message.columns)
         self.relations[message.relation_id] = _Relation(message, table, casters)
         if known is None or self.replayed or known.table not in self.schemas:
@@ -425,18 +435,19 @@ class PgLogReader:
         UnreachableError."""
         if stop_at is not None and stop_at.lsn <= start.lsn:
             return
+        owners = self._partitions()
         conn = self._connect()
         try:
             cursor = conn.cursor()
             self._start(cursor, start)
             self._cursor = cursor
-            yield from self._stream(cursor, start, stop_at)
+            yield from self._stream(cursor, start, stop_at, owners)
         finally:
             self._cursor = None
             conn.close()
 
-    def _stream(self, cursor, start: PgPosition, stop_at: PgPosition | None) -> Iterator:
-        asm = _Assembler(start, self.schemas, cursor)
+    def _stream(self, cursor, start: PgPosition, stop_at: PgPosition | None, owners: dict) -> Iterator:
+        asm = _Assembler(start, self.schemas, cursor, owners)
         sent = reported = start  # `sent`: every transaction committing before it was received
         last_yield = time.monotonic()
         while not self._closed:
@@ -470,6 +481,17 @@ class PgLogReader:
 
     def close(self) -> None:
         self._closed = True
+
+    def _partitions(self) -> dict[TableId, TableId]:
+        """The partitions of the captured tables. The publication publishes their changes under the partitioned
+        table; WAL decoded with a publication made before it did so still names the leaves."""
+        if not self.schemas:
+            return {}
+        conn = connect(self.url)
+        try:
+            return partitions_of(conn, list(self.schemas))
+        finally:
+            conn.close()
 
     def _connect(self):
         try:
