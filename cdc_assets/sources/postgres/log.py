@@ -19,14 +19,15 @@ class PostgresLog:
         self.slot = slot_name(task_id)
         self.publication = publication_name(task_id)
 
-    def prepare(self, tables: list[TableId]) -> PgPosition:
+    def prepare(self, tables: list[TableId], replan: bool = False) -> PgPosition:
         """Publication and slot, created before the first low watermark: the slot keeps the WAL of every
-        commit after its consistent point, which precedes every watermark taken later."""
+        commit after its consistent point, which precedes every watermark taken later. A re-plan makes a new
+        slot (an invalidated one cannot be used again); otherwise an invalidated slot raises PositionLost."""
         conn = connect(self.url)
         try:
             refuse_overlap(conn, tables)
             ensure_publication(conn, self.publication, tables)
-            return ensure_slot(conn, self.slot)
+            return ensure_slot(conn, self.slot, recreate=replan)
         finally:
             conn.close()
 

@@ -44,6 +44,7 @@ RELEASE_TIMEOUT = 5.0  # seconds a closed walsender may take to release its slot
 MAX_IDENTIFIER = 63  # NAMEDATALEN - 1: longer names are truncated by the server (slot names are refused)
 SESSION_OPTIONS = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"
 
+LOST = "lost"  # pg_replication_slots.wal_status of an invalidated slot: its WAL was removed, it decodes nothing
 REPLAN_HINT = "re-plan and re-snapshot the task: cdc-assets plan --replan"
 NETWORK_HINT = "check that the server runs, the host/port/user/password in the URL, and the network"
 
@@ -100,10 +101,14 @@ def drop_publication(conn, name: str) -> None:
         cur.execute(f"DROP PUBLICATION IF EXISTS {quote_ident('postgres', name)}")
 
 
-def ensure_slot(conn, slot: str) -> PgPosition:
+def ensure_slot(conn, slot: str, recreate: bool = False) -> PgPosition:
     """Create logical slot `slot` for pgoutput unless it exists; its confirmed position either way (for a new
-    slot: its consistent point, from which every later commit is decoded)."""
-    if (state := slot_state(conn, slot)) is not None:
+    slot: its consistent point, from which every later commit is decoded). With `recreate`, an existing slot is
+    dropped first: a re-plan starts over, and an invalidated slot can only be replaced. Raises PositionLost for
+    an invalidated slot otherwise."""
+    if (state := slot_state(conn, slot)) is not None and recreate:
+        drop_slot(conn, slot)
+    elif state is not None:
         _check_slot(conn, slot, state)
         return state.confirmed_flush_lsn
     try:
@@ -124,6 +129,11 @@ def _check_slot(conn, slot: str, state: SlotState) -> None:
     with conn.cursor() as cur:
         cur.execute("SELECT current_database()")
         here = cur.fetchone()[0]
+    if state.wal_status == LOST:
+        raise PositionLost(
+            f"replication slot {slot} in database '{state.database}' was invalidated: it held back more WAL than "
+            f"max_slot_wal_keep_size allows, and the changes after its position {state.confirmed_flush_lsn} are gone",
+            REPLAN_HINT)
     if state.plugin != "pgoutput" or state.database != here:
         raise SourceSetupError(
             f"replication slot {slot} exists but decodes with '{state.plugin}' in database '{state.database}', "
