@@ -54,8 +54,10 @@ class Capture:
         return ensure_slot(self.conn, self.slot)
 
     def reader(self, *tables: str, slot: str | None = None) -> PgLogReader:
+        """A reader whose consumer does not acknowledge every transaction (these tests read the log, mostly
+        without applying it anywhere)."""
         schemas = {self.table(t): self.source.describe(self.table(t)) for t in tables}
-        return PgLogReader(self.url, slot or self.slot, self.publication, schemas)
+        return PgLogReader(self.url, slot or self.slot, self.publication, schemas, acknowledged=False)
 
 
 @pytest.fixture

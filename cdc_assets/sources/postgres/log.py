@@ -32,7 +32,7 @@ class PostgresLog:
             conn.close()
 
     def reader(self, schemas: dict[TableId, TableSchema], purpose: str = "sync") -> PgLogReader:
-        return PgLogReader(self.url, self.slot, self.publication, schemas)
+        return PgLogReader(self.url, self.slot, self.publication, schemas, acknowledged=purpose == "sync")
 
     def earliest(self) -> PgPosition:
         """The oldest position the slot can still decode from."""

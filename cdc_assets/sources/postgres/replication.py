@@ -17,6 +17,7 @@ import hashlib
 import re
 import select
 import struct
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, qualified, quote_ident
 from cdc_assets.errors import PositionLost, SourceSetupError, TableError, UnreachableError
 from cdc_assets.sources.postgres import pgoutput
+from cdc_assets.sources.postgres.feedback import Feedback
 from cdc_assets.sources.postgres.partitions import partitions_of
 
 IDLE_AFTER = 1.0  # seconds without a yield before an Idle
@@ -417,12 +419,15 @@ class PgLogReader:
     lack unchanged TOASTed columns (absent, never None). `before` is the full old row with REPLICA IDENTITY
     FULL, only the key columns when the key changed (or for a delete) with the default identity, else None.
 
-    `acknowledge` reports a flush position to the server, which then may drop the WAL before it. Note that
-    psycopg2 itself moves the reported flush position up to a keepalive's walEnd when every message received
-    was acknowledged: nothing captured lies in between, and an idle slot stops holding WAL back.
+    `acknowledge` reports a flush position to the server, which then may drop the WAL before it; psycopg2 may
+    report a keepalive's position beyond it only when nothing handed out lies in between (see `Feedback`), so
+    that an idle slot stops holding WAL back. While the reader holds back for that reason it yields
+    Idle(flush=True): the consumer should commit what it has. A consumer that never acknowledges (`acknowledged`
+    False: a bounded look at the log) is not waited for, and the slot may then be confirmed past what it read.
     """
 
-    def __init__(self, url: DbUrl, slot: str, publication: str, schemas: dict[TableId, TableSchema]) -> None:
+    def __init__(self, url: DbUrl, slot: str, publication: str, schemas: dict[TableId, TableSchema],
+                 acknowledged: bool = True) -> None:
         if not url.database:
             raise SourceSetupError(f"source url {url} names no database",
                                    "add it: postgresql://user@host:5432/<database>")
@@ -430,9 +435,11 @@ class PgLogReader:
         self.slot = slot
         self.publication = publication
         self.schemas = schemas
+        self.acknowledged = acknowledged
         self._cursor = None
         self._closed = False
         self._ack: PgPosition | None = None  # sent by the reading thread: a replication cursor is not shared
+        self._acked = threading.Event()
 
     def read(self, start: PgPosition, stop_at: PgPosition | None = None
              ) -> Iterator[Transaction | SchemaChange | Idle]:
@@ -458,15 +465,29 @@ class PgLogReader:
 
     def _stream(self, cursor, start: PgPosition, stop_at: PgPosition | None, owners: dict) -> Iterator:
         asm = _Assembler(start, self.schemas, cursor, owners)
+        feedback = Feedback(lambda **kw: self._call(lambda: cursor.send_feedback(**kw)), start.lsn)
         sent = reported = start  # `sent`: every transaction committing before it was received
         last_yield = time.monotonic()
+        holding_back = False
         while not self._closed:
-            message = self._call(cursor.read_message)
             if (ack := self._ack) is not None:
                 self._ack = None
-                self._call(lambda: cursor.send_feedback(flush_lsn=ack.lsn, force=True))
+                self._acked.clear()
+                feedback.acknowledge(ack.lsn)
+            message = None
+            if feedback.may_read() or not self.acknowledged:
+                holding_back = False
+                message = self._call(cursor.read_message)
+            elif not holding_back:  # the consumer should commit what it holds, now
+                holding_back = True
+                yield Idle(sent, flush=True)
+                reported, last_yield = sent, time.monotonic()
+            else:
+                feedback.hold_back()
             if message is not None:
+                feedback.received(message.data_start)
                 for item in asm.feed(pgoutput.decode(message.payload)):
+                    feedback.handing_out((item.end if isinstance(item, Transaction) else item.position).lsn)
                     yield item
                     reported, last_yield = asm.boundary, time.monotonic()
             if not asm.inside:  # walEnd of a keepalive, or of the Commit just read
@@ -476,9 +497,11 @@ class PgLogReader:
                     yield Idle(sent)
                 return
             if time.monotonic() - last_yield >= IDLE_AFTER:  # quiet, or busy with transactions already applied
-                yield Idle(sent)
+                yield Idle(sent, flush=holding_back)
                 reported, last_yield = sent, time.monotonic()
-            if message is None:
+            if holding_back:
+                self._acked.wait(POLL_INTERVAL)
+            elif message is None:
                 select.select([cursor], [], [], POLL_INTERVAL)
 
     def acknowledge(self, position: PgPosition) -> None:
@@ -486,6 +509,7 @@ class PgLogReader:
         from another thread than the one reading."""
         if self._cursor is not None:
             self._ack = position
+            self._acked.set()
         else:
             _advance_slot(self.url, self.slot, position)
 
