@@ -439,7 +439,7 @@ class PgLogReader:
         self._cursor = None
         self._closed = False
         self._ack: PgPosition | None = None  # sent by the reading thread: a replication cursor is not shared
-        self._acked = threading.Event()
+        self._acked = threading.Event()  # wakes a reader that holds back
 
     def read(self, start: PgPosition, stop_at: PgPosition | None = None
              ) -> Iterator[Transaction | SchemaChange | Idle]:
@@ -470,9 +470,8 @@ class PgLogReader:
         last_yield = time.monotonic()
         holding_back = False
         while not self._closed:
-            if (ack := self._ack) is not None:
-                self._ack = None
-                self._acked.clear()
+            self._acked.clear()
+            if (ack := self._ack) is not None and ack.lsn > feedback.applied:  # only grows: nothing lost to a race
                 feedback.acknowledge(ack.lsn)
             message = None
             if feedback.may_read() or not self.acknowledged:
