@@ -65,3 +65,4 @@ class Idle:
     """Nothing new in the log for a while: lets the consumer checkpoint and notice a stop request."""
 
     position: Position | None = None  # the log end the reader knows of, if any
+    flush: bool = False  # the reader reads on only once the target committed what it was handed: end the batch

@@ -220,7 +220,8 @@ class _Session:
                     self._flush(batch)
                     batch = Batch()
                     self._schema_change(item)
-                full = batch.events >= limit_events or (batch and time.monotonic() - opened >= interval)
+                full = batch.events >= limit_events or (batch and (time.monotonic() - opened >= interval or (
+                    isinstance(item, Idle) and item.flush)))
                 if full or (self.stop.is_set() and batch):
                     self._flush(batch)
                     batch, opened = Batch(), time.monotonic()

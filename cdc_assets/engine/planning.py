@@ -33,7 +33,7 @@ def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
     """
     rt.source.check_capture()
     schemas = [describe(rt, t) for t in rt.config.source.table_ids]
-    rt.log.prepare(rt.config.source.table_ids)  # before any low watermark: the log from there on is kept
+    rt.log.prepare(rt.config.source.table_ids, replan)  # before any low watermark: the log from there on is kept
     planned_at = None  # taken once, and only when a table needs a plan
     for schema in schemas:
         rt.sink.ensure_table(schema)

@@ -1,9 +1,13 @@
 """SIGKILL the incremental phase at chosen points while a writer keeps changing several tables in
 multi-statement transactions; restart; once caught up the target equals the source row by row. In
 exactly-once mode a trigger on the target records every applied row version with its transaction: no
-version may be committed by two transactions, and no row may go back to an older version."""
+version may be committed by two transactions, and no row may go back to an older version.
+
+A PostgreSQL source (at-least-once) has a partitioned table among them, whose rows the writer changes in its
+leaf partitions, and a table with a TOASTed column whose rows the writer also gives new keys without touching it."""
 import os
 import random
+import secrets
 import signal
 import subprocess
 import sys
@@ -22,6 +26,21 @@ from cdc_assets_tests.support import fetch_rows, write_config
 pytestmark = pytest.mark.crash
 TABLES = ("t1", "t2", "t3")
 ROWS, SPLIT = 2_000, 400
+DOC = secrets.token_hex(3000)  # 6 kB, incompressible: PostgreSQL stores it out of line (TOAST)
+
+MYSQL_TABLES = [f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))" for t in TABLES] + [
+    f"INSERT INTO {t} SELECT seq, 0, 'seed' FROM seq_1_to_{ROWS}" for t in TABLES]
+POSTGRES_TABLES = [
+    "CREATE TABLE t1 (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))",
+    "CREATE TABLE t2 (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20)) PARTITION BY RANGE (id)",
+    f"CREATE TABLE t2_low PARTITION OF t2 FOR VALUES FROM (MINVALUE) TO ({ROWS // 2})",
+    f"CREATE TABLE t2_high PARTITION OF t2 FOR VALUES FROM ({ROWS // 2}) TO ({ROWS + 1})",
+    f"CREATE TABLE t2_new PARTITION OF t2 FOR VALUES FROM ({ROWS + 1}) TO (MAXVALUE)",  # the writer's inserts
+    "CREATE TABLE t3 (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20), doc TEXT)",
+    "ALTER TABLE t3 ALTER COLUMN doc SET STORAGE EXTERNAL",
+    *[f"INSERT INTO {t} SELECT g, 0, 'seed' FROM generate_series(1, {ROWS}) g" for t in ("t1", "t2")],
+    f"INSERT INTO t3 SELECT g, 0, 'seed', '{DOC}' FROM generate_series(1, {ROWS}) g",
+]
 
 AUDIT = """
 CREATE TABLE IF NOT EXISTS public.audit (seq BIGSERIAL PRIMARY KEY, tbl TEXT, id INT, v INT, tx BIGINT);
@@ -31,11 +50,14 @@ BEGIN INSERT INTO public.audit (tbl, id, v, tx) VALUES (TG_TABLE_NAME, NEW.id, N
 
 
 class Writer(threading.Thread):
-    """Transactions of 1-6 statements over all tables: version bumps, inserts of fresh ids, deletes."""
+    """Transactions of 1-6 statements over all tables: version bumps, inserts of fresh ids, deletes; on a
+    PostgreSQL source also key changes of t3's rows, whose TOASTed column stays as it is."""
 
-    def __init__(self, server, database: str) -> None:
+    def __init__(self, server, database: str, key_changes: bool = False) -> None:
         super().__init__(daemon=True)
         self.conn = server.connect(database)
+        self.key_changes = key_changes
+        self.moved: set[int] = set()  # ids that rows got from a key change
         self.stop = threading.Event()
         self.next_id = ROWS + 1
         self.transactions = 0
@@ -50,8 +72,14 @@ class Writer(threading.Thread):
                     if roll < 0.6:
                         lo = self.rng.randint(1, self.next_id)
                         cur.execute(f"UPDATE {table} SET v = v + 1 WHERE id BETWEEN %s AND %s", (lo, lo + 3))
+                    elif roll < 0.7 and self.key_changes and table == "t3":
+                        cur.execute("UPDATE t3 SET id = %s, v = v + 1 WHERE id = %s",
+                                    (self.next_id, self.rng.randint(1, self.next_id)))
+                        self.moved.add(self.next_id)
+                        self.next_id += 1
                     elif roll < 0.85:
-                        cur.execute(f"INSERT INTO {table} VALUES (%s, 0, 'new')", (self.next_id,))
+                        values = "(%s, 0, 'new', %s)" if self.key_changes and table == "t3" else "(%s, 0, 'new')"
+                        cur.execute(f"INSERT INTO {table} VALUES {values}", (self.next_id, DOC)[:values.count("%s")])
                         self.next_id += 1
                     else:
                         cur.execute(f"DELETE FROM {table} WHERE id = %s", (self.rng.randint(1, self.next_id),))
@@ -63,6 +91,17 @@ class Writer(threading.Thread):
         self.stop.set()
         self.join(30)
         self.conn.close()
+
+
+def differences(got: list[tuple], want: list[tuple], moved: set[int]) -> str:
+    """How the rows (by id) differ between target and source, with the first ones, long values cut short."""
+    target, source = {r[0]: r for r in got}, {r[0]: r for r in want}
+    ids = sorted(i for i in target.keys() | source.keys() if target.get(i) != source.get(i))
+    missing = [i for i in ids if i not in target]
+    short = lambda row: row and tuple(v[:12] + "..." if isinstance(v, str) and len(v) > 15 else v for v in row)  # noqa: E731
+    return (f"{len(ids)} rows differ, {len(missing)} of them missing from the target, {len(set(ids) & moved)} of "
+            "them given their id by a key change; " +
+            "; ".join(f"id {i}: target {short(target.get(i))}, source {short(source.get(i))}" for i in ids[:5]))
 
 
 def cli(path, env, *args, crash: str | None = None, **popen):
@@ -82,25 +121,32 @@ def ok(proc, timeout=600) -> str:
     return out
 
 
-@pytest.mark.parametrize("phase, exactly_once", [
-    ("backfill", True),  # inside a split's commit transaction, while the log window is replayed
-    ("catch_up", True),  # the third checkpoint of the catch-up after the snapshot
-    ("apply_before_checkpoint", True),  # batch applied, its transaction (with the checkpoint) not committed
-    ("steady_state", True),  # an outside SIGKILL while following a writer
-    ("apply_before_checkpoint", False),  # sqlite positions: target committed, checkpoint not written: replayed
+@pytest.mark.parametrize("source, phase, exactly_once", [
+    ("mysql", "backfill", True),  # inside a split's commit transaction, while the log window is replayed
+    ("mysql", "catch_up", True),  # the third checkpoint of the catch-up after the snapshot
+    ("mysql", "apply_before_checkpoint", True),  # batch applied, its transaction (with the checkpoint) not committed
+    ("mysql", "steady_state", True),  # an outside SIGKILL while following a writer
+    ("mysql", "apply_before_checkpoint", False),  # sqlite positions: target committed, checkpoint not written
+    ("postgres", "catch_up", False),  # PostgreSQL sources are at-least-once
+    ("postgres", "apply_before_checkpoint", False),
+    ("postgres", "steady_state", False),
 ])
-def test_sigkill_in_incremental_phase_loses_nothing(tmp_path, servers, unique_name, spark, phase, exactly_once):
-    servers.mariadb.create_database(unique_name)
-    src = servers.mariadb.connect(unique_name)
+def test_sigkill_in_incremental_phase_loses_nothing(tmp_path, servers, unique_name, spark, source, phase,
+                                                    exactly_once):
+    server = servers.mariadb if source == "mysql" else servers.postgres
+    server.create_database(unique_name)
+    src = server.connect(unique_name)
     with src.cursor() as cur:
-        for t in TABLES:
-            cur.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
-            cur.execute(f"INSERT INTO {t} SELECT seq, 0, 'seed' FROM seq_1_to_{ROWS}")
+        for statement in MYSQL_TABLES if source == "mysql" else POSTGRES_TABLES:
+            cur.execute(statement)
+    ns = unique_name if source == "mysql" else "public"
     target = f"{unique_name}_tgt"
     servers.postgres.create_database(target)
     resumer = {"resume_type": "from_target"} if exactly_once else {"resume_type": "sqlite"}
-    path = write_config(tmp_path, servers, task_id="crash_inc", source="mysql", source_db=unique_name,
-                        tables=[f"{unique_name}.{t}" for t in TABLES], target="postgres", target_db=target,
+    # A task id per PostgreSQL test: its slot is cluster-wide, and a killed run's walsender may still hold it.
+    task_id = "crash_inc" if source == "mysql" else f"crash_{unique_name}"
+    path = write_config(tmp_path, servers, task_id=task_id, source=source, source_db=unique_name,
+                        tables=[f"{ns}.{t}" for t in TABLES], target="postgres", target_db=target,
                         snapshot={"split_size": SPLIT, "partitions_per_run": 2}, resumer=resumer,
                         pipeline={"exactly_once": exactly_once, "checkpoint_after_events": 40,
                                   "checkpoint_interval_secs": 0.5})
@@ -115,10 +161,10 @@ def test_sigkill_in_incremental_phase_loses_nothing(tmp_path, servers, unique_na
     with tgt.cursor() as cur:
         cur.execute(AUDIT)
         for t in TABLES:
-            cur.execute(f'CREATE TRIGGER audit AFTER INSERT OR UPDATE ON "{unique_name}".{t} '
+            cur.execute(f'CREATE TRIGGER audit AFTER INSERT OR UPDATE ON "{ns}".{t} '
                         "FOR EACH ROW EXECUTE FUNCTION public.audit_row()")
 
-    writer = Writer(servers.mariadb, unique_name)
+    writer = Writer(server, unique_name, key_changes=source == "postgres")
     writer.start()
     try:
         if phase == "backfill":
@@ -152,7 +198,8 @@ def test_sigkill_in_incremental_phase_loses_nothing(tmp_path, servers, unique_na
     ok(cli(path, env, "sync", "--until-caught-up"))
 
     for t in TABLES:
-        assert fetch_rows(tgt, f'"{unique_name}".{t}', "id") == fetch_rows(src, t, "id"), f"{t} differs"
+        got, want = fetch_rows(tgt, f'"{ns}".{t}', "id"), fetch_rows(src, t, "id")
+        assert got == want, f"{t} differs: {differences(got, want, writer.moved)}"
     if exactly_once:
         with tgt.cursor() as cur:
             cur.execute("SELECT tbl, id, v, COUNT(DISTINCT tx) FROM public.audit GROUP BY tbl, id, v "

@@ -54,8 +54,10 @@ class Capture:
         return ensure_slot(self.conn, self.slot)
 
     def reader(self, *tables: str, slot: str | None = None) -> PgLogReader:
+        """A reader whose consumer does not acknowledge every transaction (these tests read the log, mostly
+        without applying it anywhere)."""
         schemas = {self.table(t): self.source.describe(self.table(t)) for t in tables}
-        return PgLogReader(self.url, slot or self.slot, self.publication, schemas)
+        return PgLogReader(self.url, slot or self.slot, self.publication, schemas, acknowledged=False)
 
 
 @pytest.fixture
@@ -319,3 +321,18 @@ def test_slot_and_publication_names_are_plain_identifiers(task_id, expected):
     assert name.startswith(expected) and len(name) <= 63 and name == publication_name(task_id)
     assert name.replace("_", "").isalnum() and name == name.lower()
     assert slot_name("shop-eu") != slot_name("shop_eu")
+
+
+def test_changes_published_under_a_leaf_count_as_its_partitioned_table(db):
+    db.execute("CREATE TABLE p (id INT PRIMARY KEY, v INT) PARTITION BY RANGE (id)",
+               "CREATE TABLE p_1 PARTITION OF p FOR VALUES FROM (0) TO (10)",
+               "CREATE TABLE p_2 PARTITION OF p FOR VALUES FROM (10) TO (20)")
+    # As a publication made before publish_via_partition_root was set: the server names the leaves.
+    db.execute(f"CREATE PUBLICATION {db.publication} FOR TABLE p")
+    start = ensure_slot(db.conn, db.slot)
+    stop = db.commit("INSERT INTO p VALUES (1, 1), (11, 11)", "UPDATE p SET v = 0 WHERE id = 11")
+
+    (tx,) = transactions(db.reader("p").read(start, stop_at=stop))
+
+    assert [(c.table, c.op, c.key) for c in tx.changes] == [
+        (db.table("p"), Op.INSERT, (1,)), (db.table("p"), Op.INSERT, (11,)), (db.table("p"), Op.UPDATE, (11,))]

@@ -15,7 +15,7 @@ class MysqlLog:
         self.url = url
         self.task_id = task_id
 
-    def prepare(self, tables: list[TableId]) -> None:
+    def prepare(self, tables: list[TableId], replan: bool = False) -> None:
         """Nothing to create: the server keeps binlogs by its own expiry settings."""
 
     def reader(self, schemas: dict[TableId, TableSchema], purpose: str = "sync") -> BinlogReader:

@@ -8,6 +8,7 @@ from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect
 from cdc_assets.errors import ConfigError, PositionLost
+from cdc_assets.sources.postgres.partitions import refuse_overlap
 from cdc_assets.sources.postgres.replication import (REPLAN_HINT, PgLogReader, ensure_publication, ensure_slot,
                                                      publication_name, slot_name, slot_state)
 
@@ -18,18 +19,20 @@ class PostgresLog:
         self.slot = slot_name(task_id)
         self.publication = publication_name(task_id)
 
-    def prepare(self, tables: list[TableId]) -> PgPosition:
+    def prepare(self, tables: list[TableId], replan: bool = False) -> PgPosition:
         """Publication and slot, created before the first low watermark: the slot keeps the WAL of every
-        commit after its consistent point, which precedes every watermark taken later."""
+        commit after its consistent point, which precedes every watermark taken later. A re-plan makes a new
+        slot (an invalidated one cannot be used again); otherwise an invalidated slot raises PositionLost."""
         conn = connect(self.url)
         try:
+            refuse_overlap(conn, tables)
             ensure_publication(conn, self.publication, tables)
-            return ensure_slot(conn, self.slot)
+            return ensure_slot(conn, self.slot, recreate=replan)
         finally:
             conn.close()
 
     def reader(self, schemas: dict[TableId, TableSchema], purpose: str = "sync") -> PgLogReader:
-        return PgLogReader(self.url, self.slot, self.publication, schemas)
+        return PgLogReader(self.url, self.slot, self.publication, schemas, acknowledged=purpose == "sync")
 
     def earliest(self) -> PgPosition:
         """The oldest position the slot can still decode from."""

@@ -17,6 +17,7 @@ import hashlib
 import re
 import select
 import struct
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ from cdc_assets.errors import PositionLost, SourceSetupError, TableError, Unreac
 from cdc_assets.sources.postgres import pgoutput
 from cdc_assets.sources.postgres.catalog import Catalog
 from cdc_assets.sources.postgres.drift import Shape, describe_drift, recorded_shape, relation_shape
+from cdc_assets.sources.postgres.feedback import Feedback
+from cdc_assets.sources.postgres.partitions import partitions_of
 
 IDLE_AFTER = 1.0  # seconds without a yield before an Idle
 POLL_INTERVAL = 0.2  # seconds select() waits for the replication socket
@@ -45,6 +48,7 @@ RELEASE_TIMEOUT = 5.0  # seconds a closed walsender may take to release its slot
 MAX_IDENTIFIER = 63  # NAMEDATALEN - 1: longer names are truncated by the server (slot names are refused)
 SESSION_OPTIONS = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"
 
+LOST = "lost"  # pg_replication_slots.wal_status of an invalidated slot: its WAL was removed, it decodes nothing
 REPLAN_HINT = "re-plan and re-snapshot the task: cdc-assets plan --replan"
 NETWORK_HINT = "check that the server runs, the host/port/user/password in the URL, and the network"
 
@@ -74,14 +78,20 @@ def slot_name(task_id: str) -> str:
 # ---- publication and slot administration (on an autocommit connection) ---------------------------------------
 
 def ensure_publication(conn, name: str, tables: list[TableId]) -> None:
-    """Make publication `name` publish exactly `tables`: create it, or set its table list if it exists."""
+    """Make publication `name` publish exactly `tables`: create it, or set its table list if it exists.
+
+    A partitioned table's rows live in its leaf partitions, and by default the server publishes each change under
+    the leaf's name; `publish_via_partition_root` publishes it under the partitioned table named here instead,
+    including partitions created or attached later."""
     listed = ", ".join(qualified("postgres", t.namespace, t.name) for t in tables)
+    publication = quote_ident("postgres", name)
     try:
         with conn.cursor() as cur:
             try:
-                cur.execute(f"CREATE PUBLICATION {quote_ident('postgres', name)} FOR TABLE {listed}")
+                cur.execute(f"CREATE PUBLICATION {publication} FOR TABLE {listed} WITH (publish_via_partition_root)")
             except psycopg2.errors.DuplicateObject:
-                cur.execute(f"ALTER PUBLICATION {quote_ident('postgres', name)} SET TABLE {listed}")
+                cur.execute(f"ALTER PUBLICATION {publication} SET TABLE {listed}")
+                cur.execute(f"ALTER PUBLICATION {publication} SET (publish_via_partition_root)")
     except psycopg2.errors.UndefinedTable as exc:
         raise TableError(f"cannot publish {listed}: {_first_line(exc)}",
                          "create the table, or remove it from source.tables") from None
@@ -95,10 +105,14 @@ def drop_publication(conn, name: str) -> None:
         cur.execute(f"DROP PUBLICATION IF EXISTS {quote_ident('postgres', name)}")
 
 
-def ensure_slot(conn, slot: str) -> PgPosition:
+def ensure_slot(conn, slot: str, recreate: bool = False) -> PgPosition:
     """Create logical slot `slot` for pgoutput unless it exists; its confirmed position either way (for a new
-    slot: its consistent point, from which every later commit is decoded)."""
-    if (state := slot_state(conn, slot)) is not None:
+    slot: its consistent point, from which every later commit is decoded). With `recreate`, an existing slot is
+    dropped first: a re-plan starts over, and an invalidated slot can only be replaced. Raises PositionLost for
+    an invalidated slot otherwise."""
+    if (state := slot_state(conn, slot)) is not None and recreate:
+        drop_slot(conn, slot)
+    elif state is not None:
         _check_slot(conn, slot, state)
         return state.confirmed_flush_lsn
     try:
@@ -119,6 +133,11 @@ def _check_slot(conn, slot: str, state: SlotState) -> None:
     with conn.cursor() as cur:
         cur.execute("SELECT current_database()")
         here = cur.fetchone()[0]
+    if state.wal_status == LOST:
+        raise PositionLost(
+            f"replication slot {slot} in database '{state.database}' was invalidated: it held back more WAL than "
+            f"max_slot_wal_keep_size allows, and the changes after its position {state.confirmed_flush_lsn} are gone",
+            REPLAN_HINT)
     if state.plugin != "pgoutput" or state.database != here:
         raise SourceSetupError(
             f"replication slot {slot} exists but decodes with '{state.plugin}' in database '{state.database}', "
@@ -301,15 +320,17 @@ class _Assembler:
     SchemaChange at once, positioned at the last commit end before it (resuming there replays its transaction).
     Transactions that end at or before `start` were applied already and yield nothing. With `part_events`, a
     transaction's changes are handed out in TransactionParts of that many (not positioned yet: the commit's end
-    is unknown) whenever that many are held, and its Transaction holds the rest.
+    is unknown) whenever that many are held, and its Transaction holds the rest. A partition's changes count as
+    its configured partitioned table's (`owners`).
     """
 
     def __init__(self, start: PgPosition, schemas: dict[TableId, TableSchema], cursor, catalog: Catalog,
-                 part_events: int | None = None) -> None:
+                 part_events: int | None = None, owners: dict[TableId, TableId] | None = None) -> None:
         self.start = start
         self.part_events = part_events
         self.boundary = start  # the end of the last commit seen, or start
         self.schemas = schemas
+        self.owners = owners or {}
         self.cursor = cursor
         self.inside = False
         self.replayed = False
@@ -368,6 +389,7 @@ class _Assembler:
         """The captured table a relation is, by name or, once renamed, by relation id (a rename before the read
         began leaves a captured table without a relation: the task's publication holds only captured tables)."""
         named = TableId(message.namespace, message.name)
+        named = self.owners.get(named, named)
         known = self.relations.get(message.relation_id)
         if named in self.schemas:
             return named
@@ -449,12 +471,15 @@ class PgLogReader:
     lack unchanged TOASTed columns (absent, never None). `before` is the full old row with REPLICA IDENTITY
     FULL, only the key columns when the key changed (or for a delete) with the default identity, else None.
 
-    `acknowledge` reports a flush position to the server, which then may drop the WAL before it. Note that
-    psycopg2 itself moves the reported flush position up to a keepalive's walEnd when every message received
-    was acknowledged: nothing captured lies in between, and an idle slot stops holding WAL back.
+    `acknowledge` reports a flush position to the server, which then may drop the WAL before it; psycopg2 may
+    report a keepalive's position beyond it only when nothing handed out lies in between (see `Feedback`), so
+    that an idle slot stops holding WAL back. While the reader holds back for that reason it yields
+    Idle(flush=True): the consumer should commit what it has. A consumer that never acknowledges (`acknowledged`
+    False: a bounded look at the log) is not waited for, and the slot may then be confirmed past what it read.
     """
 
-    def __init__(self, url: DbUrl, slot: str, publication: str, schemas: dict[TableId, TableSchema]) -> None:
+    def __init__(self, url: DbUrl, slot: str, publication: str, schemas: dict[TableId, TableSchema],
+                 acknowledged: bool = True) -> None:
         if not url.database:
             raise SourceSetupError(f"source url {url} names no database",
                                    "add it: postgresql://user@host:5432/<database>")
@@ -462,9 +487,11 @@ class PgLogReader:
         self.slot = slot
         self.publication = publication
         self.schemas = schemas
+        self.acknowledged = acknowledged
         self._cursor = None
         self._closed = False
         self._ack: PgPosition | None = None  # sent by the reading thread: a replication cursor is not shared
+        self._acked = threading.Event()  # wakes a reader that holds back
 
     def read(self, start: PgPosition, stop_at: PgPosition | None = None, part_events: int | None = None
              ) -> Iterator[Transaction | TransactionPart | SchemaChange | Idle]:
@@ -478,6 +505,7 @@ class PgLogReader:
         UnreachableError."""
         if stop_at is not None and stop_at.lsn <= start.lsn:
             return
+        owners = self._partitions()
         conn = self._connect()
         catalog = None
         try:
@@ -485,7 +513,7 @@ class PgLogReader:
             cursor = conn.cursor()
             self._start(cursor, start)
             self._cursor = cursor
-            yield from self._stream(cursor, start, stop_at, catalog, part_events)
+            yield from self._stream(cursor, start, stop_at, catalog, part_events, owners)
         finally:
             self._cursor = None
             conn.close()
@@ -493,17 +521,33 @@ class PgLogReader:
                 catalog.close()
 
     def _stream(self, cursor, start: PgPosition, stop_at: PgPosition | None, catalog: Catalog,
-                part_events: int | None) -> Iterator:
-        asm = _Assembler(start, self.schemas, cursor, catalog, part_events)
+                part_events: int | None, owners: dict) -> Iterator:
+        asm = _Assembler(start, self.schemas, cursor, catalog, part_events, owners)
+        feedback = Feedback(lambda **kw: self._call(lambda: cursor.send_feedback(**kw)), start.lsn)
         sent = reported = start  # `sent`: every transaction committing before it was received
         last_yield = time.monotonic()
+        holding_back = False
         while not self._closed:
-            message = self._call(cursor.read_message)
-            if (ack := self._ack) is not None:
-                self._ack = None
-                self._call(lambda: cursor.send_feedback(flush_lsn=ack.lsn, force=True))
+            self._acked.clear()
+            if (ack := self._ack) is not None and ack.lsn > feedback.applied:  # only grows: nothing lost to a race
+                feedback.acknowledge(ack.lsn)
+            message = None
+            if feedback.may_read() or not self.acknowledged:
+                holding_back = False
+                message = self._call(cursor.read_message)
+            elif not holding_back:  # the consumer should commit what it holds, now
+                holding_back = True
+                yield Idle(sent, flush=True)
+                reported, last_yield = sent, time.monotonic()
+            else:
+                feedback.hold_back()
             if message is not None:
+                feedback.received(message.data_start)
                 for item in asm.feed(pgoutput.decode(message.payload)):
+                    # A part is committed with its transaction's end, which lies at or after a keepalive's walEnd
+                    # sent while the transaction streams: a confirmation then never skips it.
+                    if not isinstance(item, TransactionPart):
+                        feedback.handing_out((item.end if isinstance(item, Transaction) else item.position).lsn)
                     yield item
                     reported, last_yield = asm.boundary, time.monotonic()
             if not asm.inside:  # walEnd of a keepalive, or of the Commit just read
@@ -513,9 +557,11 @@ class PgLogReader:
                     yield Idle(sent)
                 return
             if time.monotonic() - last_yield >= IDLE_AFTER:  # quiet, or busy with transactions already applied
-                yield Idle(sent)
+                yield Idle(sent, flush=holding_back)
                 reported, last_yield = sent, time.monotonic()
-            if message is None:
+            if holding_back:
+                self._acked.wait(POLL_INTERVAL)
+            elif message is None:
                 select.select([cursor], [], [], POLL_INTERVAL)
 
     def acknowledge(self, position: PgPosition) -> None:
@@ -523,11 +569,23 @@ class PgLogReader:
         from another thread than the one reading."""
         if self._cursor is not None:
             self._ack = position
+            self._acked.set()
         else:
             _advance_slot(self.url, self.slot, position)
 
     def close(self) -> None:
         self._closed = True
+
+    def _partitions(self) -> dict[TableId, TableId]:
+        """The partitions of the captured tables. The publication publishes their changes under the partitioned
+        table; WAL decoded with a publication made before it did so still names the leaves."""
+        if not self.schemas:
+            return {}
+        conn = connect(self.url)
+        try:
+            return partitions_of(conn, list(self.schemas))
+        finally:
+            conn.close()
 
     def _connect(self):
         try:
