@@ -120,6 +120,40 @@ def ok(proc, timeout=600) -> str:
     assert proc.returncode == 0, out[-3000:]
     return out
 
+def crash_and_resume(rt, plans, path, env, writer: "Writer", phase: str, exactly_once: bool) -> None:
+    """While `writer` changes the source: snapshot (killed in its backfill for that phase), kill the sync at the
+    phase's point, restart a follower and stop it with SIGTERM, then catch up once the writer stopped."""
+    writer.start()
+    try:
+        if phase == "backfill":
+            killed_by_itself(cli(path, env, "snapshot", crash="snapshot.backfill:2"))
+            ok(cli(path, env, "snapshot"))
+        else:
+            for tp in plans:
+                snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+        rt.close(stop_spark=False)
+        time.sleep(2)  # a backlog for the catch-up
+        if phase == "catch_up":
+            killed_by_itself(cli(path, env, "sync", crash="incremental.after_commit:3"))
+        elif phase == "apply_before_checkpoint":
+            point = "incremental.after_apply:2" if exactly_once else "incremental.after_commit:2"
+            killed_by_itself(cli(path, env, "sync", crash=point))
+        elif phase == "steady_state":
+            proc = cli(path, env, "sync")
+            time.sleep(8)  # caught up, then following the writer
+            assert proc.poll() is None, proc.communicate()[0][-3000:]
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        follower = cli(path, env, "sync")  # restarted while the writer still runs
+        time.sleep(4)
+        follower.send_signal(signal.SIGTERM)
+        ok(follower, timeout=120)
+    finally:
+        writer.finish()
+    assert writer.transactions > 100
+    ok(cli(path, env, "sync", "--until-caught-up"))
+
+
 
 @pytest.mark.parametrize("source, phase, exactly_once", [
     ("mysql", "backfill", True),  # inside a split's commit transaction, while the log window is replayed
@@ -165,37 +199,7 @@ def test_sigkill_in_incremental_phase_loses_nothing(tmp_path, servers, unique_na
                         "FOR EACH ROW EXECUTE FUNCTION public.audit_row()")
 
     writer = Writer(server, unique_name, key_changes=source == "postgres")
-    writer.start()
-    try:
-        if phase == "backfill":
-            killed_by_itself(cli(path, env, "snapshot", crash="snapshot.backfill:2"))
-            ok(cli(path, env, "snapshot"))
-        else:
-            for tp in plans:
-                snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
-        rt.close(stop_spark=False)
-        time.sleep(2)  # a backlog for the catch-up
-
-        if phase == "catch_up":
-            killed_by_itself(cli(path, env, "sync", crash="incremental.after_commit:3"))
-        elif phase == "apply_before_checkpoint":
-            point = "incremental.after_apply:2" if exactly_once else "incremental.after_commit:2"
-            killed_by_itself(cli(path, env, "sync", crash=point))
-        elif phase == "steady_state":
-            proc = cli(path, env, "sync")
-            time.sleep(8)  # caught up, then following the writer
-            assert proc.poll() is None, proc.communicate()[0][-3000:]
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-        follower = cli(path, env, "sync")  # restarted while the writer still runs
-        time.sleep(4)
-        follower.send_signal(signal.SIGTERM)
-        ok(follower, timeout=120)
-    finally:
-        writer.finish()
-    assert writer.transactions > 100
-    ok(cli(path, env, "sync", "--until-caught-up"))
+    crash_and_resume(rt, plans, path, env, writer, phase, exactly_once)
 
     for t in TABLES:
         got, want = fetch_rows(tgt, f'"{ns}".{t}', "id"), fetch_rows(src, t, "id")
@@ -286,35 +290,7 @@ def test_sigkill_in_incremental_phase_into_mariadb_loses_nothing(tmp_path, serve
     plans = ensure_plans(rt)  # creates the target tables: audit them from their first row on
     audit_mariadb(tgt, unique_name)
     writer = Writer(servers.mariadb, unique_name)
-    writer.start()
-    try:
-        if phase == "backfill":
-            killed_by_itself(cli(path, env, "snapshot", crash="snapshot.backfill:2"))
-            ok(cli(path, env, "snapshot"))
-        else:
-            for tp in plans:
-                snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
-        rt.close(stop_spark=False)
-        time.sleep(2)  # a backlog for the catch-up
-        if phase == "catch_up":
-            killed_by_itself(cli(path, env, "sync", crash="incremental.after_commit:3"))
-        elif phase == "apply_before_checkpoint":
-            point = "incremental.after_apply:2" if exactly_once else "incremental.after_commit:2"
-            killed_by_itself(cli(path, env, "sync", crash=point))
-        elif phase == "steady_state":
-            proc = cli(path, env, "sync")
-            time.sleep(8)  # caught up, then following the writer
-            assert proc.poll() is None, proc.communicate()[0][-3000:]
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        follower = cli(path, env, "sync")  # restarted while the writer still runs
-        time.sleep(4)
-        follower.send_signal(signal.SIGTERM)
-        ok(follower, timeout=120)
-    finally:
-        writer.finish()
-    assert writer.transactions > 100
-    ok(cli(path, env, "sync", "--until-caught-up"))
+    crash_and_resume(rt, plans, path, env, writer, phase, exactly_once)
 
     try:
         for t in TABLES:
