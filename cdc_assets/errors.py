@@ -36,3 +36,7 @@ class PlanError(CdcError):
 
 class PositionLost(CdcError):
     """The log position to resume from no longer exists (purged binlog, dropped slot)."""
+
+
+class UnmappedType(TableError):
+    """A captured column's type has no mapping to the target."""

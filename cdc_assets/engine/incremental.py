@@ -304,7 +304,8 @@ class _Session:
             raise SchemaChangeHalted(change, policy)
         schema = self.schemas[table]
         self.rt.sink.add_columns(schema, added)
-        self.schemas = {**self.schemas, table: TableSchema(table, schema.columns + tuple(added), schema.primary_key)}
+        self.schemas = {**self.schemas, table: TableSchema(table, schema.columns + tuple(added), schema.primary_key,
+                                                                   schema.excluded)}
         self.version += 1
         log.info("DDL on %s: added columns %s to the target (schema version %d): %s", where,
                  [c.name for c in added], self.version, change.statement)

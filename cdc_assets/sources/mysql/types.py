@@ -38,7 +38,7 @@ def column_from_catalog(row: dict, json_columns: set[str]) -> Column:
     if data_type == "longtext" and name in json_columns:
         # MariaDB stores JSON as LONGTEXT guarded by CHECK (json_valid(col)).
         return Column(kind=Kind.JSON, **common)
-    kind = _SIMPLE.get(data_type, Kind.OTHER)
+    kind = _SIMPLE.get(data_type, Kind.UNKNOWN)  # refused at plan time (engine/columns.py)
     if kind in (Kind.ENUM, Kind.SET):
         return Column(kind=kind, values=tuple(re.findall(r"'((?:[^']|'')*)'", native)), **common)
     if kind == Kind.BIT:

@@ -365,7 +365,7 @@ class _Assembler:
         """Compare a relation's definition with the one its table was read with, on the first change read with
         it (pgoutput sends a Relation before that change, inside the same transaction)."""
         self.unchecked.discard(relation_id)
-        shape = relation_shape(relation.message, self.catalog.type_name)
+        shape = relation_shape(relation.message, self.catalog.type_name, self.schemas[relation.table].excluded)
         change = describe_drift(self.accepted[relation.table], shape)
         self.accepted[relation.table] = shape
         return [SchemaChange(relation.table, change, self.boundary)] if change else []

@@ -15,6 +15,9 @@ _BY_NAME = {
     "json": Kind.JSON, "jsonb": Kind.JSON, "uuid": Kind.UUID, "bit": Kind.BIT, "bit varying": Kind.BIT,
     "numeric": Kind.DECIMAL,
 }
+# Types whose text form is exact and that psycopg2 leaves as text in the log: PostgreSQL targets declare them as
+# the source does, MySQL targets hold their text. Any other type is refused at plan time (engine/columns.py).
+_AS_TEXT = {"money", "inet", "cidr", "macaddr", "macaddr8", "tsvector", "xml", "hstore"}
 _BITS = {"smallint": 16, "integer": 32, "bigint": 64}
 _TYPMOD = re.compile(r"\(([\d, ]+)\)")
 NATIVE_KINDS = {Kind.BOOL, Kind.INT, Kind.FLOAT32, Kind.FLOAT64, Kind.STRING, Kind.BINARY}
@@ -29,7 +32,7 @@ def column_from_catalog(name: str, native: str, not_null: bool, type_category: s
         return Column(kind=Kind.ARRAY, element=native[:-2], **common)
     if type_category == "E":
         return Column(kind=Kind.ENUM, **common)
-    kind = _BY_NAME.get(base, Kind.OTHER)
+    kind = _BY_NAME.get(base, Kind.OTHER if base in _AS_TEXT else Kind.UNKNOWN)
     if kind == Kind.INT:
         return Column(kind=kind, bits=_BITS[base], **common)
     if kind == Kind.DECIMAL:
