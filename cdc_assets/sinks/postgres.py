@@ -108,7 +108,9 @@ def mysql_to_postgres(column: Column) -> str:
         return f"numeric({column.precision},{column.scale})"
     if kind == Kind.STRING:
         # MySQL returns CHAR(n) without trailing spaces; varchar(n) keeps the value as MySQL returns it.
-        return f"varchar({column.length})" if column.native.startswith(("char", "varchar")) else "text"
+        # CHAR(0)/VARCHAR(0) hold only '' (and NULL): PostgreSQL has no varchar(0), text holds that exactly.
+        sized = column.native.startswith(("char", "varchar")) and column.length
+        return f"varchar({column.length})" if sized else "text"
     if kind in (Kind.DATETIME, Kind.TIMESTAMP):
         base = "timestamp" if kind == Kind.DATETIME else "timestamptz"
         return f"{base}({column.precision or 0})"

@@ -24,22 +24,27 @@ MYSQL_DDL = """CREATE TABLE types_t (
   bi BIGINT, bu BIGINT UNSIGNED, d65 DECIMAL(65,30), dec2 DECIMAL(12,2), f FLOAT, db DOUBLE,
   ch CHAR(10), vc VARCHAR(100), tx TEXT, bn BINARY(4), vb VARBINARY(20), bl BLOB,
   dte DATE, dtm DATETIME(6), ts TIMESTAMP(6) NULL, tm TIME(6), yr YEAR, js JSON,
-  en ENUM('a','b','c'), st SET('x','y','z'), bt BIT(10), bo BOOLEAN)"""
+  en ENUM('a','b','c'), st SET('x','y','z'), bt BIT(10), bo BOOLEAN,
+  c0 CHAR(0), v0 VARCHAR(0), fu FLOAT UNSIGNED, du DOUBLE UNSIGNED, decu DECIMAL(10,3) UNSIGNED, zf INT(6) ZEROFILL,
+  dzf DECIMAL(8,2) ZEROFILL)"""
 MYSQL_ROWS = [
     "(1, 127, 255, 32767, 8388607, 2147483647, 4294967295, 9223372036854775807, 18446744073709551615,"
     " '12345678901234567890123456789012345.123456789012345678901234567891', 9999999999.99, 3.14, 1.7976931348623157e308,"
     " 'abc', 'emoji 🚀 and ünïcode', REPEAT('long text ', 500), X'00FF10AB', X'DEADBEEF', X'00010203',"
     " '9999-12-31', '9999-12-31 23:59:59.999999', '2038-01-19 03:14:07.999999', '838:59:59.000000', 2155,"
-    " '{\"a\": [1, 2, {\"b\": null}], \"s\": \"🚀\"}', 'c', 'x,z', b'1010101010', TRUE)",
+    " '{\"a\": [1, 2, {\"b\": null}], \"s\": \"🚀\"}', 'c', 'x,z', b'1010101010', TRUE,"
+    " '', '', 3.4028234e38, 1.7976931348623157e308, 9999999.999, 999999, 999999.99)",
     "(2, -128, 0, -32768, -8388608, -2147483648, 0, -9223372036854775808, 0,"
     " '-0.000000000000000000000000000001', -0.01, -1.5e-38, 5e-324,"
     " '', '', '', X'00000000', X'', X'',"
     " '1000-01-01', '1000-01-01 00:00:00.000000', '1970-01-01 00:00:01.000001', '-838:59:59.000000', 1901,"
-    " '[]', 'a', '', b'0000000001', FALSE)",
-    "(3," + ", ".join(["NULL"] * 28) + ")",
+    " '[]', 'a', '', b'0000000001', FALSE,"
+    " '', '', 0, 0, 0, 0, 0)",
+    "(3," + ", ".join(["NULL"] * 35) + ")",
     "(4, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0.5, -0.0, -0.0, 'a', 'tab\there', 'line\nbreak \\\\ back', X'61', X'00', X'00',"
     " '2024-02-29', '2024-02-29 12:00:00.5', '2000-01-01 00:00:00', '-00:00:01.500000', 2000,"
-    " '{\"k\": 1.5e3}', 'b', 'y', b'0', 2)",
+    " '{\"k\": 1.5e3}', 'b', 'y', b'0', 2,"
+    " NULL, '', 1.5, 5e-324, 0.001, 42, 3.5)",
 ]
 
 BIG = secrets.token_hex(20_000)  # incompressible: PostgreSQL TOASTs it, and leaves it out of an update not changing it
@@ -78,7 +83,7 @@ PG_ONLY_ROWS = [
 # Conversions for the cross-engine directions, each a documented mapping (README "Type mapping").
 BIT_COLUMNS = {"bt"}
 # MySQL's text protocol prints FLOAT with 6 digits; read it as DOUBLE and compare single-precision values.
-FLOAT32_COLUMNS = {"f", "r"}
+FLOAT32_COLUMNS = {"f", "r", "fu"}
 JSON_COLUMNS = {"js", "jb", "ia", "ta", "da", "tsa"}
 
 
