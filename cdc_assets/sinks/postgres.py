@@ -1,6 +1,8 @@
 """PostgreSQL as a target: type mapping, staging (UNLOGGED), and `INSERT ... ON CONFLICT DO UPDATE`."""
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from psycopg2.extras import execute_values
 
 from cdc_assets.core.batches import TableChanges
@@ -11,6 +13,7 @@ _FROM_MYSQL = {
     Kind.UINT64: "numeric(20,0)", Kind.FLOAT32: "real", Kind.FLOAT64: "double precision", Kind.BINARY: "bytea",
     Kind.DATE: "date", Kind.YEAR: "smallint", Kind.JSON: "jsonb", Kind.ENUM: "text", Kind.SET: "text",
     Kind.UUID: "uuid", Kind.INTERVAL: "interval", Kind.OTHER: "text", Kind.BOOL: "boolean",
+    Kind.GEOMETRY: "bytea",  # WKB; the SRID is not kept (README "Type mapping")
     # MySQL TIME spans -838:59:59..838:59:59; PostgreSQL's time cannot, interval holds every value.
     Kind.TIME: "interval",
 }
@@ -49,6 +52,7 @@ class PostgresSink(SqlSink):
             return (", ".join(self.q(n) for n in names),
                     "(" + ", ".join(f"CAST(%s AS {types[n]})" for n in names) + ")")
 
+        param = _log_values(schema)
         match = " AND ".join(f"t.{self.q(k)} = v.{self.q(k)}" for k in key)
         moves = self.plan_moves(cursor, schema, changes)
         gone = [*changes.deletes, *changes.rows, *moves.copies]
@@ -59,12 +63,12 @@ class PostgresSink(SqlSink):
         if changes.rows:
             names = [c.name for c in schema.columns]
             cols, template = values(names)
-            rows = [tuple(_param(row.get(n)) for n in names) for row in changes.rows.values()]
+            rows = [tuple(param(n, row.get(n)) for n in names) for row in changes.rows.values()]
             execute_values(cursor, f"INSERT INTO {table} ({cols}) VALUES %s", rows, template=template,
                            page_size=len(rows))
         if moves.copies:
             self._insert_copies(cursor, schema, moves, values)
-        for names, rows in _by_columns({**changes.partial, **moves.updates}, key).items():
+        for names, rows in _by_columns({**changes.partial, **moves.updates}, key, param).items():
             cols, template = values(names)
             sets = ", ".join(f"{self.q(n)} = v.{self.q(n)}" for n in names if n not in key)
             execute_values(cursor, f"UPDATE {table} AS t SET {sets} FROM (VALUES %s) AS v({cols}) WHERE {match}",
@@ -119,14 +123,22 @@ def mysql_to_postgres(column: Column) -> str:
     return _FROM_MYSQL[kind]
 
 
-def _by_columns(partial: dict[tuple, dict], key: tuple[str, ...]) -> dict[tuple[str, ...], list[tuple]]:
+def _by_columns(partial: dict[tuple, dict], key: tuple[str, ...], param: Callable[[str, Any], Any]
+                ) -> dict[tuple[str, ...], list[tuple]]:
     """Partial rows grouped by the columns they carry (key first), one UPDATE per group."""
     groups: dict[tuple[str, ...], list[tuple]] = {}
     for row in partial.values():
         names = (*key, *sorted(n for n in row if n not in key))
         if len(names) > len(key):
-            groups.setdefault(names, []).append(tuple(_param(row[n]) for n in names))
+            groups.setdefault(names, []).append(tuple(param(n, row[n]) for n in names))
     return groups
+
+
+def _log_values(schema: TableSchema) -> Callable[[str, Any], Any]:
+    """(column, log value) -> the parameter the snapshot's COPY text matches: MySQL geometry as its WKB (the
+    binlog carries MySQL's form, a 4-byte SRID first), floats as `_param` renders them."""
+    geometry = {c.name for c in schema.columns if c.kind == Kind.GEOMETRY}
+    return lambda name, value: value[4:] if name in geometry and value is not None else _param(value)
 
 
 def _param(value):
