@@ -17,7 +17,7 @@ from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.backfill import backfill
 from cdc_assets.engine.planning import describe
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.errors import CdcError, PlanError
+from cdc_assets.errors import CdcError, NulInText, PlanError
 from cdc_assets.resumer.records import now_text
 from cdc_assets.resumer.resumer import SplitWatermarks
 from cdc_assets.engine.faults import crash_point
@@ -122,13 +122,23 @@ def _read_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transport
         else:
             write_staging(frame, sink.jdbc(), sink.table_sql(staging), rt.config.snapshot.write_batch_size)
     except Exception as exc:  # a worker's or a driver's error, wrapped by Spark
-        raise _failed(rt, splits, [SplitWatermarks(s, plan.plan_id, low) for s in splits], reads, exc) from None
+        raise _failed(rt, splits, [SplitWatermarks(s, plan.plan_id, low) for s in splits], reads,
+                      _nul_in_text(rt, schema, predicates, exc) or exc) from None
     _call(rt.hooks.after_write, ids)
     high = source.current_position()
     marks = [SplitWatermarks(s, plan.plan_id, low, high) for s in splits]
     resumer.record_high(marks, reads)
     _call(rt.hooks.after_high, ids)
     return _StagedGroup(splits, staging, marks, reads, started)
+
+
+def _nul_in_text(rt: TaskRuntime, schema: TableSchema, predicates: list[str], exc: Exception) -> NulInText | None:
+    """PostgreSQL's COPY refuses a MySQL text holding NUL with an encoding error naming neither row nor column:
+    the source finds them."""
+    if rt.source.dialect != "mysql" or rt.sink.dialect != "postgres" or "0x00" not in str(exc):
+        return None
+    found = rt.source.text_with_nul(schema, predicates)
+    return NulInText(schema.table, *found) if found else None
 
 
 class SplitFailed(CdcError):

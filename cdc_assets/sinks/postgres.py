@@ -7,6 +7,7 @@ from psycopg2.extras import execute_values
 
 from cdc_assets.core.batches import TableChanges
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
+from cdc_assets.errors import NulInText
 from cdc_assets.sinks.base import Moves, SqlSink, Transport
 
 _FROM_MYSQL = {
@@ -52,6 +53,8 @@ class PostgresSink(SqlSink):
             return (", ".join(self.q(n) for n in names),
                     "(" + ", ".join(f"CAST(%s AS {types[n]})" for n in names) + ")")
 
+        if self.source_dialect == "mysql":
+            _refuse_nul(schema, changes)
         param = _log_values(schema)
         match = " AND ".join(f"t.{self.q(k)} = v.{self.q(k)}" for k in key)
         moves = self.plan_moves(cursor, schema, changes)
@@ -132,6 +135,14 @@ def _by_columns(partial: dict[tuple, dict], key: tuple[str, ...], param: Callabl
         if len(names) > len(key):
             groups.setdefault(names, []).append(tuple(param(n, row[n]) for n in names))
     return groups
+
+
+def _refuse_nul(schema: TableSchema, changes: TableChanges) -> None:
+    """MySQL text may hold NUL (0x00), PostgreSQL text cannot: stop naming the row (README "Type mapping")."""
+    for key, row in (*changes.rows.items(), *changes.partial.items()):
+        for name, value in row.items():
+            if isinstance(value, str) and "\0" in value:
+                raise NulInText(schema.table, key, name)
 
 
 def _log_values(schema: TableSchema) -> Callable[[str, Any], Any]:

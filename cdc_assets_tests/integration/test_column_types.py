@@ -7,7 +7,7 @@ from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
-from cdc_assets.errors import ConfigError, UnmappedType
+from cdc_assets.errors import CdcError, ConfigError, UnmappedType
 from cdc_assets_tests.support import config_for, source_database
 
 # A type each source has that no target maps: MariaDB's INET6 (its binlog carries 16 raw bytes), PostgreSQL's
@@ -90,3 +90,31 @@ def test_exclude_columns_must_name_configured_tables_and_their_columns(tmp_path,
                     ensure_plans(rt)
             finally:
                 rt.close()
+
+
+@pytest.mark.parametrize("path", ["snapshot", "log"])
+def test_a_nul_in_mysql_text_stops_a_postgres_target_naming_the_row(tmp_path, servers, spark, unique_name, path):
+    """README "Type mapping": PostgreSQL text cannot hold NUL (0x00). The snapshot and the log stop naming the row's
+    key and the column, rather than dying in a Spark worker on the encoding error or dropping the character."""
+    table, target_db = f"{unique_name}.t", f"{unique_name}_tgt"
+    nul_row = "INSERT INTO t VALUES (7, 'fine', CONCAT('a', CHAR(0 USING utf8mb4), 'b'))"
+    seed_rows = ["CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10), tx TEXT)", "INSERT INTO t VALUES (1, 'a', 'b')"]
+    with source_database(servers, "mysql", unique_name, seed_rows + ([nul_row] if path == "snapshot" else [])) as src:
+        servers.postgres.create_database(target_db)
+        rt = runtime(tmp_path, servers, "mysql", unique_name, table, target_db)
+        rt.adopt_spark(spark)
+        refusal = rf"row \(7,\) of {table}: column 'tx' holds a NUL character \(0x00\), which PostgreSQL text cannot"
+        try:
+            [tp] = ensure_plans(rt)
+            with pytest.raises(CdcError, match=refusal):
+                snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+                with src.cursor() as cur:
+                    cur.execute(nul_row)
+                sync(rt, until_caught_up=True)
+        finally:
+            rt.close(stop_spark=False)
+    tgt = servers.postgres.connect(target_db)
+    with tgt.cursor() as cur:
+        cur.execute(f'SELECT id FROM "{unique_name}".t ORDER BY id')
+        assert cur.fetchall() == ([] if path == "snapshot" else [(1,)])
+    tgt.close()
