@@ -122,8 +122,8 @@ def _read_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transport
         else:
             write_staging(frame, sink.jdbc(), sink.table_sql(staging), rt.config.snapshot.write_batch_size)
     except Exception as exc:  # a worker's or a driver's error, wrapped by Spark
-        raise _failed(rt, splits, [SplitWatermarks(s, plan.plan_id, low) for s in splits], reads,
-                      _nul_in_text(rt, schema, predicates, exc) or exc) from None
+        raise _failed(rt, splits, [SplitWatermarks(s, plan.plan_id, low) for s in splits], reads, exc,
+                      detail=_nul_in_text(rt, schema, predicates, exc)) from None
     _call(rt.hooks.after_write, ids)
     high = source.current_position()
     marks = [SplitWatermarks(s, plan.plan_id, low, high) for s in splits]
@@ -146,9 +146,12 @@ class SplitFailed(CdcError):
 
 
 def _failed(rt: TaskRuntime, splits: list[Split], marks: list[SplitWatermarks], reads: dict[str, int],
-            exc: Exception, where: str = "in Spark") -> SplitFailed:
-    """One line for the CLI, the Dagster run and the position records; the whole trace to errors.log."""
+            exc: Exception, where: str = "in Spark", detail: CdcError | None = None) -> SplitFailed:
+    """One line for the CLI, the Dagster run and the position records; the whole trace to errors.log. `detail`:
+    what the engine found out about the cause, after the database's message."""
     message, where = root_cause(exc, where)
+    if detail is not None:
+        message += f"; {detail.message} ({detail.hint})"
     ids = [s.id for s in splits]
     line = f"{ids[0]}..{ids[-1]} of {splits[0].table} failed {where}: {message}"
     rt.resumer.record_failed(marks, reads, line)
