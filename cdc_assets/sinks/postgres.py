@@ -7,7 +7,7 @@ from psycopg2.extras import execute_values
 
 from cdc_assets.core.batches import TableChanges
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
-from cdc_assets.errors import NulInText
+from cdc_assets.errors import NulInText, TableError
 from cdc_assets.sinks.base import Moves, SqlSink, Transport
 
 _FROM_MYSQL = {
@@ -29,6 +29,25 @@ class PostgresSink(SqlSink):
             # Same engine: the declaration itself, except user-defined enums, which may not exist here.
             return "text" if column.kind == Kind.ENUM else column.native
         return mysql_to_postgres(column)
+
+    def ensure_table(self, schema: TableSchema) -> bool:
+        self._check_types(schema)
+        return super().ensure_table(schema)
+
+    def _check_types(self, schema: TableSchema) -> None:
+        """Same engine, same declarations: a type from an extension (hstore) must exist on the target too."""
+        if self.source_dialect != "postgres":
+            return
+        declared = {c.name: self.column_type(c, False) for c in schema.columns}
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT t FROM unnest(%s::text[]) AS t WHERE to_regtype(t) IS NULL", (list(declared.values()),))
+            missing = {r[0] for r in cur.fetchall()}
+        for name, type_name in declared.items():
+            if type_name in missing:
+                raise TableError(
+                    f"column '{name}' of {schema.table} has type {type_name}, which {self.url} does not know",
+                    f"create it there first (for an extension's type: CREATE EXTENSION <extension>), or leave the column "
+                    f"out with source.exclude_columns: {{{schema.table}: [{name}]}}")
 
     def load_expr(self, t: Transport, staged: str) -> str:
         return f"{staged}::{self.column_type(t.column, False)}" if t.as_text else staged

@@ -7,7 +7,7 @@ from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
-from cdc_assets.errors import CdcError, ConfigError, UnmappedType
+from cdc_assets.errors import CdcError, ConfigError, TableError, UnmappedType
 from cdc_assets_tests.support import config_for, source_database
 
 # A type each source has that no target maps: MariaDB's INET6 (its binlog carries 16 raw bytes), PostgreSQL's
@@ -118,3 +118,19 @@ def test_a_nul_in_mysql_text_stops_a_postgres_target_naming_the_row(tmp_path, se
         cur.execute(f'SELECT id FROM "{unique_name}".t ORDER BY id')
         assert cur.fetchall() == ([] if path == "snapshot" else [(1,)])
     tgt.close()
+
+
+def test_an_extension_type_the_postgres_target_lacks_stops_the_plan(tmp_path, servers, unique_name):
+    """PostgreSQL -> PostgreSQL declares each column as the source does: hstore needs the extension on the target."""
+    seed_rows = ["CREATE SCHEMA app", "CREATE EXTENSION hstore",
+                 "CREATE TABLE app.t (id INT PRIMARY KEY, hs HSTORE)", "INSERT INTO app.t VALUES (1, 'a=>b')"]
+    with source_database(servers, "postgres", unique_name, seed_rows):
+        servers.postgres.create_database(f"{unique_name}_tgt")
+        rt = TaskRuntime(config_for(tmp_path, servers, task_id="types_plan", source="postgres", source_db=unique_name,
+                                    tables=["app.t"], target="postgres", target_db=f"{unique_name}_tgt"))
+        try:
+            with pytest.raises(TableError, match=r"column 'hs' of app.t has type hstore, which .* does not know -- "
+                                                 r"create it there first \(for an extension's type: CREATE EXTENSION"):
+                ensure_plans(rt)
+        finally:
+            rt.close()
