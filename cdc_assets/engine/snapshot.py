@@ -229,7 +229,8 @@ def _batch_query(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: 
     tag = "CASE " + " ".join(f"WHEN {p} THEN {s.index}" for s, p in zip(splits, predicates)) + " END"
     if _copy_lines(rt):
         # The split column stays selected: Spark's predicates filter on it outside the subquery.
-        selected = f"{source.copy_line(list(schema.columns), tag)} AS line, {key}"
+        declared = lambda c: rt.sink.column_type(c, c.name in schema.primary_key)  # noqa: E731
+        selected = f"{source.copy_line(list(schema.columns), tag, declared)} AS line, {key}"
     else:
         exprs = ", ".join(f"{source.select_expr(c, rt.sink.dialect)[0]} AS {source.quote(c.name)}" for c in schema.columns)
         selected = f"{tag} AS {SPLIT_COLUMN}, {exprs}"

@@ -1,6 +1,7 @@
 """PostgreSQL as a target: type mapping, staging (UNLOGGED), and `INSERT ... ON CONFLICT DO UPDATE`."""
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, Callable
 
 from psycopg2.extras import execute_values
@@ -14,7 +15,7 @@ _FROM_MYSQL = {
     Kind.UINT64: "numeric(20,0)", Kind.FLOAT32: "real", Kind.FLOAT64: "double precision", Kind.BINARY: "bytea",
     Kind.DATE: "date", Kind.YEAR: "smallint", Kind.JSON: "jsonb", Kind.ENUM: "text", Kind.SET: "text",
     Kind.UUID: "uuid", Kind.INTERVAL: "interval", Kind.OTHER: "text", Kind.BOOL: "boolean",
-    Kind.GEOMETRY: "bytea",  # WKB; the SRID is not kept (README "Type mapping")
+    Kind.GEOMETRY: "bytea",  # WKB without the SRID, when the target has no PostGIS (README "Type mapping")
     # MySQL TIME spans -838:59:59..838:59:59; PostgreSQL's time cannot, interval holds every value.
     Kind.TIME: "interval",
 }
@@ -28,7 +29,15 @@ class PostgresSink(SqlSink):
         if self.source_dialect == "postgres":
             # Same engine: the declaration itself, except user-defined enums, which may not exist here.
             return "text" if column.kind == Kind.ENUM else column.native
+        if column.kind == Kind.GEOMETRY and self.has_postgis:
+            return "geometry"  # unconstrained: each value keeps its own SRID, as in MySQL
         return mysql_to_postgres(column)
+
+    @cached_property
+    def has_postgis(self) -> bool:
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'postgis'")
+            return cur.fetchone() is not None
 
     def ensure_table(self, schema: TableSchema) -> bool:
         self._check_types(schema)
@@ -74,7 +83,7 @@ class PostgresSink(SqlSink):
 
         if self.source_dialect == "mysql":
             _refuse_nul(schema, changes)
-        param = _log_values(schema)
+        param = _log_values(schema, types)
         match = " AND ".join(f"t.{self.q(k)} = v.{self.q(k)}" for k in key)
         moves = self.plan_moves(cursor, schema, changes)
         gone = [*changes.deletes, *changes.rows, *moves.copies]
@@ -164,11 +173,19 @@ def _refuse_nul(schema: TableSchema, changes: TableChanges) -> None:
                 raise NulInText(schema.table, key, name)
 
 
-def _log_values(schema: TableSchema) -> Callable[[str, Any], Any]:
-    """(column, log value) -> the parameter the snapshot's COPY text matches: MySQL geometry as its WKB (the
-    binlog carries MySQL's form, a 4-byte SRID first), floats as `_param` renders them."""
+def _log_values(schema: TableSchema, types: dict[str, str]) -> Callable[[str, Any], Any]:
+    """(column, log value) -> the parameter the snapshot's COPY text matches: MySQL geometry (the binlog carries
+    MySQL's form: a 4-byte little-endian SRID, then WKB) as its WKB, or for PostGIS as 'SRID=n;<hex WKB>'; floats as
+    `_param` renders them."""
     geometry = {c.name for c in schema.columns if c.kind == Kind.GEOMETRY}
-    return lambda name, value: value[4:] if name in geometry and value is not None else _param(value)
+
+    def param(name: str, value: Any) -> Any:
+        if name not in geometry or value is None:
+            return _param(value)
+        if types[name] == "geometry":
+            return f"SRID={int.from_bytes(value[:4], 'little')};{value[4:].hex()}"
+        return value[4:]
+    return param
 
 
 def _param(value):

@@ -134,3 +134,73 @@ def test_an_extension_type_the_postgres_target_lacks_stops_the_plan(tmp_path, se
                 ensure_plans(rt)
         finally:
             rt.close()
+
+
+def test_mysql_spatial_values_land_in_postgis_with_their_srid(tmp_path, servers, spark, unique_name):
+    """README "Type mapping": a target with PostGIS gets `geometry` columns, each value keeping its SRID, through
+    the snapshot and the log (the binlog's MySQL form: a 4-byte SRID, then WKB)."""
+    table, target_db = f"{unique_name}.t", f"{unique_name}_tgt"
+    seed_rows = ["CREATE TABLE t (id INT PRIMARY KEY, g GEOMETRY, p POINT)",
+                 "INSERT INTO t VALUES (1, ST_GeomFromText('LINESTRING(0 0,1 1.5)', 4326), ST_GeomFromText('POINT(1 2)')),"
+                 " (2, ST_GeomFromText('GEOMETRYCOLLECTION(POINT(1 1))', 3857), NULL), (3, NULL, NULL)"]
+    with source_database(servers, "mysql", unique_name, seed_rows) as src:
+        servers.postgres.create_database(target_db)
+        tgt = servers.postgres.connect(target_db)
+        with tgt.cursor() as cur:
+            cur.execute("CREATE EXTENSION postgis")
+        rt = runtime(tmp_path, servers, "mysql", unique_name, table, target_db)
+        rt.adopt_spark(spark)
+        try:
+            [tp] = ensure_plans(rt)
+            snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+            with src.cursor() as cur:
+                cur.execute("INSERT INTO t VALUES (4, ST_GeomFromText('POLYGON((0 0,1 0,1 1,0 0))', 4326),"
+                            " ST_GeomFromText('POINT(-1.5e300 5e-324)', 4326))")
+                cur.execute("UPDATE t SET p = ST_GeomFromText('POINT(3 4)', 2154) WHERE id = 2")
+            sync(rt, until_caught_up=True)
+        finally:
+            rt.close(stop_spark=False)
+        with src.cursor() as cur:
+            cur.execute("SELECT id, ST_SRID(g), HEX(ST_AsBinary(g)), ST_SRID(p), HEX(ST_AsBinary(p)) FROM t ORDER BY id")
+            expected = [tuple(v.lower() if isinstance(v, str) else v for v in row) for row in cur.fetchall()]
+    with tgt.cursor() as cur:
+        cur.execute(f"SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
+                    f"'\"{unique_name}\".t'::regclass AND attname IN ('g', 'p')")
+        assert [r[0] for r in cur.fetchall()] == ["geometry", "geometry"]
+        cur.execute(f'SELECT id, ST_SRID(g), encode(ST_AsBinary(g), \'hex\'), ST_SRID(p), encode(ST_AsBinary(p), '
+                    f'\'hex\') FROM "{unique_name}".t ORDER BY id')
+        assert [tuple(row) for row in cur.fetchall()] == expected
+    tgt.close()
+
+
+def test_postgis_columns_keep_their_type_and_values_postgres_to_postgres(tmp_path, servers, spark, unique_name):
+    seed_rows = ["CREATE SCHEMA app", "CREATE EXTENSION postgis",
+                 "CREATE TABLE app.t (id INT PRIMARY KEY, g geometry(Point,4326), gg geography, gu geometry)",
+                 "INSERT INTO app.t VALUES (1, 'SRID=4326;POINT(1 2)', 'POINT(3 4)', 'SRID=3857;LINESTRING(0 0,1 1)'),"
+                 " (2, NULL, NULL, 'POLYGON((0 0,1 0,1 1,0 0))')"]
+    target_db = f"{unique_name}_tgt"
+    with source_database(servers, "postgres", unique_name, seed_rows) as src:
+        servers.postgres.create_database(target_db)
+        tgt = servers.postgres.connect(target_db)
+        with tgt.cursor() as cur:
+            cur.execute("CREATE EXTENSION postgis")
+        rt = runtime(tmp_path, servers, "postgres", unique_name, "app.t", target_db)
+        rt.adopt_spark(spark)
+        try:
+            [tp] = ensure_plans(rt)
+            snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+            with src.cursor() as cur:
+                cur.execute("INSERT INTO app.t VALUES (3, 'SRID=4326;POINT(-1.5e300 5e-324)', 'POINT(0 0)', NULL)")
+                cur.execute("UPDATE app.t SET gu = 'SRID=2154;POINT(5 6)' WHERE id = 1")
+            sync(rt, until_caught_up=True)
+        finally:
+            rt.close(stop_spark=False)
+        query = ("SELECT id, g::text, gg::text, gu::text, format_type(a.atttypid, a.atttypmod) FROM app.t, pg_attribute a "
+                 "WHERE a.attrelid = 'app.t'::regclass AND a.attname = 'g' ORDER BY id")
+        with src.cursor() as cur:
+            cur.execute(query)
+            expected = cur.fetchall()
+    with tgt.cursor() as cur:
+        cur.execute(query)
+        assert cur.fetchall() == expected and expected[0][4] == "geometry(Point,4326)" and len(expected) == 3
+    tgt.close()

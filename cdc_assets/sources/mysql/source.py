@@ -1,6 +1,8 @@
 """MySQL/MariaDB as a snapshot source: capture checks, table discovery, key probes, binlog position, JDBC."""
 from __future__ import annotations
 
+from typing import Callable
+
 import pymysql
 
 from cdc_assets.core.jdbc import JdbcEndpoint
@@ -126,8 +128,9 @@ class MysqlSource(SqlKeyProbes):
     def select_expr(self, column: Column, target_dialect: str) -> tuple[str, bool]:
         return types.select_expr(column, self.quote(column.name))
 
-    def copy_line(self, columns: list[Column], tag_sql: str) -> str:
-        return types.copy_line([f"({tag_sql})"] + [types.copy_field(c, self.quote(c.name)) for c in columns])
+    def copy_line(self, columns: list[Column], tag_sql: str, declared: Callable[[Column], str]) -> str:
+        return types.copy_line([f"({tag_sql})"] + [types.copy_field(c, self.quote(c.name), declared(c))
+                                                   for c in columns])
 
     def close(self) -> None:
         self.conn.close()

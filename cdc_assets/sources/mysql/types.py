@@ -74,8 +74,8 @@ def select_expr(column: Column, quoted: str) -> tuple[str, bool]:
 _ESCAPED = r"REPLACE(REPLACE(REPLACE(REPLACE({x}, '\\', '\\\\'), '\t', '\\t'), '\n', '\\n'), '\r', '\\r')"
 
 
-def copy_field(column: Column, quoted: str) -> str:
-    """SQL rendering one column as a PostgreSQL COPY text field (NULL stays NULL).
+def copy_field(column: Column, quoted: str, declared: str) -> str:
+    """SQL rendering one column as a PostgreSQL COPY text field (NULL stays NULL); `declared` is its target type.
 
     MariaDB prints doubles shortest-exact and DECIMAL exactly; the session runs in UTC."""
     kind = column.kind
@@ -87,6 +87,9 @@ def copy_field(column: Column, quoted: str) -> str:
         return rf"CONCAT('\\\\x', HEX({quoted}))"  # bytea hex input, its backslash escaped for COPY
     if kind == Kind.BIT:
         return f"LPAD(BIN({quoted}), {column.length}, '0')"
+    if kind == Kind.GEOMETRY and declared == "geometry":
+        # PostGIS reads 'SRID=n;' followed by hex WKB: the SRID travels with the value.
+        return f"CONCAT('SRID=', ST_SRID({quoted}), ';', HEX(ST_AsBinary({quoted})))"
     if kind == Kind.GEOMETRY:
         return rf"CONCAT('\\\\x', HEX(ST_AsBinary({quoted})))"  # WKB, without MySQL's SRID prefix
     if kind in (Kind.DATE, Kind.DATETIME, Kind.TIMESTAMP, Kind.TIME):

@@ -1,6 +1,8 @@
 """PostgreSQL as a snapshot source: capture checks, table discovery, key probes, WAL position, JDBC."""
 from __future__ import annotations
 
+from typing import Callable
+
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.positions import PgPosition
 from cdc_assets.core.tables import Column, TableId, TableSchema
@@ -90,7 +92,7 @@ class PostgresSource(SqlKeyProbes):
     def select_expr(self, column: Column, target_dialect: str) -> tuple[str, bool]:
         return types.select_expr(column, self.quote(column.name), target_dialect)
 
-    def copy_line(self, columns: list[Column], tag_sql: str) -> str:
+    def copy_line(self, columns: list[Column], tag_sql: str, declared: Callable[[Column], str]) -> str:
         return types.copy_line([f"({tag_sql})::text"] + [types.copy_field(c, self.quote(c.name)) for c in columns])
 
     def close(self) -> None:

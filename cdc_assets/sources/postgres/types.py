@@ -18,7 +18,8 @@ _BY_NAME = {
 # Types whose text form is exact and that psycopg2 leaves as text in the log: PostgreSQL targets declare them as
 # the source does, MySQL targets hold their text. Any other type is refused at plan time (engine/columns.py).
 _AS_TEXT = {"money", "inet", "cidr", "macaddr", "macaddr8", "tsvector", "xml", "hstore",
-            "int4range", "int8range", "numrange", "tsrange", "tstzrange", "daterange"}
+            "int4range", "int8range", "numrange", "tsrange", "tstzrange", "daterange",
+            "geometry", "geography"}  # PostGIS: hex EWKB, the SRID inside
 _BITS = {"smallint": 16, "integer": 32, "bigint": 64}
 _TYPMOD = re.compile(r"\(([\d, ]+)\)")
 NATIVE_KINDS = {Kind.BOOL, Kind.INT, Kind.FLOAT32, Kind.FLOAT64, Kind.STRING, Kind.BINARY}
@@ -26,7 +27,7 @@ NATIVE_KINDS = {Kind.BOOL, Kind.INT, Kind.FLOAT32, Kind.FLOAT64, Kind.STRING, Ki
 
 def column_from_catalog(name: str, native: str, not_null: bool, type_category: str) -> Column:
     """`native` is format_type(atttypid, atttypmod), e.g. 'numeric(65,30)', 'timestamp(6) with time zone'."""
-    base = _TYPMOD.sub("", native).strip()
+    base = native.split("(")[0].strip() if native.startswith(("geometry", "geography")) else _TYPMOD.sub("", native).strip()
     mods = [int(x) for x in _TYPMOD.search(native).group(1).split(",")] if _TYPMOD.search(native) else []
     common = dict(name=name, native=native, nullable=not not_null)
     if native.endswith("[]"):
