@@ -204,3 +204,33 @@ def test_postgis_columns_keep_their_type_and_values_postgres_to_postgres(tmp_pat
         cur.execute(query)
         assert cur.fetchall() == expected and expected[0][4] == "geometry(Point,4326)" and len(expected) == 3
     tgt.close()
+
+
+def test_postgis_columns_land_in_mysql_as_their_hex_ewkb(tmp_path, servers, spark, unique_name):
+    """README "Type mapping": a MySQL target holds PostGIS values as PostGIS's text, hex EWKB (the SRID inside)."""
+    seed_rows = ["CREATE SCHEMA app", "CREATE EXTENSION postgis",
+                 "CREATE TABLE app.t (id INT PRIMARY KEY, g geometry(Point,4326), gg geography)",
+                 "INSERT INTO app.t VALUES (1, 'SRID=4326;POINT(1 2)', 'POINT(3 4)'), (2, NULL, NULL)"]
+    with source_database(servers, "postgres", unique_name, seed_rows) as src:
+        config = config_for(tmp_path, servers, task_id="types_plan", source="postgres", source_db=unique_name,
+                            tables=["app.t"], target="mysql", target_db=f"{unique_name}_to_mysql")
+        rt = TaskRuntime(config)
+        rt.adopt_spark(spark)
+        try:
+            [tp] = ensure_plans(rt)
+            snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+            with src.cursor() as cur:
+                cur.execute("INSERT INTO app.t VALUES (3, 'SRID=4326;POINT(-1.5e300 5e-324)', 'POINT(0 0)')")
+                cur.execute("UPDATE app.t SET gg = 'POINT(5 6)' WHERE id = 2")
+            sync(rt, until_caught_up=True)
+        finally:
+            rt.close(stop_spark=False)
+        with src.cursor() as cur:
+            cur.execute("SELECT id, g::text, gg::text FROM app.t ORDER BY id")
+            expected = cur.fetchall()
+    tgt = servers.mariadb.connect("app")
+    with tgt.cursor() as cur:
+        cur.execute("SELECT id, g, gg FROM app.t ORDER BY id")
+        assert cur.fetchall() == tuple(expected) and len(expected) == 3
+        cur.execute("DROP TABLE app.t")  # the namespace is shared with other tests on this server
+    tgt.close()
