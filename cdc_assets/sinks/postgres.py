@@ -55,8 +55,8 @@ class PostgresSink(SqlSink):
             if type_name in missing:
                 raise TableError(
                     f"column '{name}' of {schema.table} has type {type_name}, which {self.url} does not know",
-                    f"create it there first (for an extension's type: CREATE EXTENSION <extension>), or leave the column "
-                    f"out with source.exclude_columns: {{{schema.table}: [{name}]}}")
+                    "create it there first (for an extension's type: CREATE EXTENSION <extension>), or leave the "
+                    f"column out with source.exclude_columns: {{{schema.table}: [{name}]}}")
 
     def load_expr(self, t: Transport, staged: str) -> str:
         return f"{staged}::{self.column_type(t.column, False)}" if t.as_text else staged

@@ -154,8 +154,8 @@ def seed_statements(kind: str, target_kind: str) -> tuple[list[str], list[str], 
     if kind == "mysql":
         ddl, rows, sql = [MYSQL_DDL], MYSQL_ROWS, "types_t"
     else:
-        ddl, rows, sql = ["CREATE SCHEMA app", "CREATE EXTENSION hstore", PG_DDL], PG_ROWS + (PG_ONLY_ROWS if target_kind == "postgres" else []), \
-            "app.types_t"
+        ddl = ["CREATE SCHEMA app", "CREATE EXTENSION hstore", PG_DDL]
+        rows, sql = PG_ROWS + (PG_ONLY_ROWS if target_kind == "postgres" else []), "app.types_t"
     shifted = [with_id(rows[k % len(rows)], 201 + k - 1) for k in range(1, len(rows) + 1)]
     copies = [with_id(row, 301 + i) for i, row in enumerate(rows)]
     return [*ddl, f"INSERT INTO {sql} VALUES " + ", ".join(rows + shifted + copies)], rows, sql

@@ -18,9 +18,11 @@ from cdc_assets.sources.postgres import types
 # A domain column is read as its base type (one level: a domain over a domain keeps its name and is refused).
 _COLUMNS_SQL = """
 SELECT a.attname,
-       CASE WHEN t.typtype = 'd' THEN format_type(t.typbasetype, t.typtypmod) ELSE format_type(a.atttypid, a.atttypmod) END,
+       CASE WHEN t.typtype = 'd' THEN format_type(t.typbasetype, t.typtypmod)
+            ELSE format_type(a.atttypid, a.atttypmod) END,
        a.attnotnull, COALESCE(b.typcategory, t.typcategory)
-FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid LEFT JOIN pg_type b ON t.typtype = 'd' AND b.oid = t.typbasetype
+FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+LEFT JOIN pg_type b ON t.typtype = 'd' AND b.oid = t.typbasetype
 WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum"""
 _PK_SQL = """
 SELECT a.attname FROM pg_index i

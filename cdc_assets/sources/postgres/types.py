@@ -27,7 +27,9 @@ NATIVE_KINDS = {Kind.BOOL, Kind.INT, Kind.FLOAT32, Kind.FLOAT64, Kind.STRING, Ki
 
 def column_from_catalog(name: str, native: str, not_null: bool, type_category: str) -> Column:
     """`native` is format_type(atttypid, atttypmod), e.g. 'numeric(65,30)', 'timestamp(6) with time zone'."""
-    base = native.split("(")[0].strip() if native.startswith(("geometry", "geography")) else _TYPMOD.sub("", native).strip()
+    # PostGIS typmods name a subtype and an SRID: geometry(Point,4326).
+    postgis = native.startswith(("geometry", "geography"))
+    base = native.split("(")[0].strip() if postgis else _TYPMOD.sub("", native).strip()
     mods = [int(x) for x in _TYPMOD.search(native).group(1).split(",")] if _TYPMOD.search(native) else []
     common = dict(name=name, native=native, nullable=not not_null)
     if native.endswith("[]"):
