@@ -47,6 +47,8 @@ class SourceConfig(_Endpoint):
     tables: list[str] = Field(min_length=1)
     # For tables without a primary key: the column (unique, not null) to split and upsert on.
     split_columns: dict[str, str] = {}
+    # Columns left out of the snapshot and the log, e.g. of a type with no mapping: {table: [column, ...]}.
+    exclude_columns: dict[str, list[str]] = {}
 
     @field_validator("tables")
     @classmethod
@@ -176,6 +178,9 @@ class TaskConfig(_Model):
         unknown = set(self.source.split_columns) - set(self.source.tables)
         if unknown:
             raise ValueError(f"source.split_columns names tables not in source.tables: {sorted(unknown)}")
+        unknown = set(self.source.exclude_columns) - set(self.source.tables)
+        if unknown:
+            raise ValueError(f"source.exclude_columns names tables not in source.tables: {sorted(unknown)}")
         if self.pipeline.exactly_once and not isinstance(self.resumer, TargetResumer):
             raise ValueError("pipeline.exactly_once needs resumer.resume_type: from_target, so that each batch and "
                              "its checkpoint commit in one target transaction")

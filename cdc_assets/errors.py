@@ -36,3 +36,17 @@ class PlanError(CdcError):
 
 class PositionLost(CdcError):
     """The log position to resume from no longer exists (purged binlog, dropped slot)."""
+
+
+class UnmappedType(TableError):
+    """A captured column's type has no mapping to the target."""
+
+
+class NulInText(TableError):
+    """A MySQL text value holds NUL (0x00), which PostgreSQL text cannot store (README "Type mapping")."""
+
+    def __init__(self, table: object, key: tuple, column: str) -> None:
+        super().__init__(
+            f"row {key} of {table}: column '{column}' holds a NUL character (0x00), which PostgreSQL text cannot store",
+            f"remove it on the source (UPDATE ... SET `{column}` = REPLACE(`{column}`, CHAR(0), '')) and run again, "
+            "or leave the column out with source.exclude_columns")

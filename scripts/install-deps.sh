@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(mariadb-server mariadb-client postgresql default-jre-headless libmariadb-java libpostgresql-jdbc-java)
+# postgresql-15-postgis-3: PostGIS targets of MySQL spatial columns, and PostGIS tables as sources (tests).
+packages=(mariadb-server mariadb-client postgresql postgresql-15-postgis-3 default-jre-headless libmariadb-java
+          libpostgresql-jdbc-java)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

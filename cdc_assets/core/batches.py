@@ -124,7 +124,8 @@ def compact(changes: list[RowChange], schemas: dict[TableId, TableSchema]) -> di
             net.delete(change.key)
             continue
         schema = schemas[change.table]
-        missing = [c.name for c in schema.columns if c.name not in change.after]
+        after = {n: v for n, v in change.after.items() if n not in schema.excluded}  # source.exclude_columns
+        missing = [c.name for c in schema.columns if c.name not in after]
         if change.op is Op.INSERT and missing:
             raise ShortInsert(
                 f"an INSERT into {change.table} at {change.position} carries no value for column(s) "
@@ -134,10 +135,10 @@ def compact(changes: list[RowChange], schemas: dict[TableId, TableSchema]) -> di
             old = old_key(change.before, schema.primary_key)
             if old is not None and old != change.key:
                 if missing:
-                    net.move(old, change.key, change.after, change.position)
+                    net.move(old, change.key, after, change.position)
                     continue
                 net.delete(old)
-        net.put(change.key, change.after, not missing)
+        net.put(change.key, after, not missing)
     return out
 
 

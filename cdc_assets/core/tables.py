@@ -61,7 +61,9 @@ class Kind(str, Enum):
     BIT = "bit"
     UUID = "uuid"
     ARRAY = "array"
-    OTHER = "other"  # carried as text
+    GEOMETRY = "geometry"  # MySQL spatial types, read as MySQL's own form: a 4-byte SRID, then WKB
+    OTHER = "other"  # a type the source names whose text form travels exactly (README "Type mapping")
+    UNKNOWN = "unknown"  # no mapping: refused at plan time unless the column is excluded
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ class TableSchema:
     table: TableId
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...]  # or the configured split column for tables without one
+    excluded: tuple[str, ...] = ()  # source columns left out by source.exclude_columns: never read nor written
 
     def column(self, name: str) -> Column:
         for col in self.columns:
@@ -101,10 +104,11 @@ class TableSchema:
 
 
 def schema_to_json(schema: TableSchema) -> dict:
-    return {"table": str(schema.table), "primary_key": list(schema.primary_key),
+    return {"table": str(schema.table), "primary_key": list(schema.primary_key), "excluded": list(schema.excluded),
             "columns": [{**asdict(c), "kind": c.kind.value, "values": list(c.values)} for c in schema.columns]}
 
 
 def schema_from_json(data: dict) -> TableSchema:
     columns = tuple(Column(**{**c, "kind": Kind(c["kind"]), "values": tuple(c["values"])}) for c in data["columns"])
-    return TableSchema(TableId.parse(data["table"]), columns, tuple(data["primary_key"]))
+    return TableSchema(TableId.parse(data["table"]), columns, tuple(data["primary_key"]),
+                       tuple(data.get("excluded", ())))

@@ -385,7 +385,8 @@ class _Session:
         self._abandon_parts()  # the restart reads its transaction again, with the new columns
         schema = self.schemas[table]
         self.rt.sink.add_columns(schema, added)
-        self.schemas = {**self.schemas, table: TableSchema(table, schema.columns + tuple(added), schema.primary_key)}
+        self.schemas = {**self.schemas, table: TableSchema(table, schema.columns + tuple(added), schema.primary_key,
+                                                                   schema.excluded)}
         self.version += 1
         log.info("DDL on %s: added columns %s to the target (schema version %d): %s", where,
                  [c.name for c in added], self.version, change.statement)

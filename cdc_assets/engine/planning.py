@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from cdc_assets.core.splits import SplitPlan
 from cdc_assets.core.watermarks import ORDERED_KINDS
 from cdc_assets.core.tables import TableId, TableSchema
+from cdc_assets.engine.columns import carried
 from cdc_assets.engine.plans import plan_table
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import PlanError
@@ -22,7 +23,9 @@ class TablePlan:
 
 
 def describe(rt: TaskRuntime, table: TableId) -> TableSchema:
-    return rt.source.describe(table, rt.config.source.split_columns.get(str(table)))
+    """The table's carried columns (engine/columns.py): the snapshot reads, and the log applies, only those."""
+    schema = rt.source.describe(table, rt.config.source.split_columns.get(str(table)))
+    return carried(schema, rt.config.source.exclude_columns.get(str(table), []))
 
 
 def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:

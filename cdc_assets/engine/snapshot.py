@@ -17,7 +17,7 @@ from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.backfill import backfill
 from cdc_assets.engine.planning import describe
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.errors import CdcError, PlanError
+from cdc_assets.errors import CdcError, NulInText, PlanError
 from cdc_assets.resumer.records import now_text
 from cdc_assets.resumer.resumer import SplitWatermarks
 from cdc_assets.engine.faults import crash_point
@@ -122,7 +122,8 @@ def _read_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transport
         else:
             write_staging(frame, sink.jdbc(), sink.table_sql(staging), rt.config.snapshot.write_batch_size)
     except Exception as exc:  # a worker's or a driver's error, wrapped by Spark
-        raise _failed(rt, splits, [SplitWatermarks(s, plan.plan_id, low) for s in splits], reads, exc) from None
+        raise _failed(rt, splits, [SplitWatermarks(s, plan.plan_id, low) for s in splits], reads, exc,
+                      detail=_nul_in_text(rt, schema, predicates, exc)) from None
     _call(rt.hooks.after_write, ids)
     high = source.current_position()
     marks = [SplitWatermarks(s, plan.plan_id, low, high) for s in splits]
@@ -131,14 +132,26 @@ def _read_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transport
     return _StagedGroup(splits, staging, marks, reads, started)
 
 
+def _nul_in_text(rt: TaskRuntime, schema: TableSchema, predicates: list[str], exc: Exception) -> NulInText | None:
+    """PostgreSQL's COPY refuses a MySQL text holding NUL with an encoding error naming neither row nor column:
+    the source finds them."""
+    if rt.source.dialect != "mysql" or rt.sink.dialect != "postgres" or "0x00" not in str(exc):
+        return None
+    found = rt.source.text_with_nul(schema, predicates)
+    return NulInText(schema.table, *found) if found else None
+
+
 class SplitFailed(CdcError):
     """Reading or staging a group of splits failed inside Spark; the message is the root cause in one line."""
 
 
 def _failed(rt: TaskRuntime, splits: list[Split], marks: list[SplitWatermarks], reads: dict[str, int],
-            exc: Exception, where: str = "in Spark") -> SplitFailed:
-    """One line for the CLI, the Dagster run and the position records; the whole trace to errors.log."""
+            exc: Exception, where: str = "in Spark", detail: CdcError | None = None) -> SplitFailed:
+    """One line for the CLI, the Dagster run and the position records; the whole trace to errors.log. `detail`:
+    what the engine found out about the cause, after the database's message."""
     message, where = root_cause(exc, where)
+    if detail is not None:
+        message += f"; {detail.message} ({detail.hint})"
     ids = [s.id for s in splits]
     line = f"{ids[0]}..{ids[-1]} of {splits[0].table} failed {where}: {message}"
     rt.resumer.record_failed(marks, reads, line)
@@ -216,7 +229,8 @@ def _batch_query(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: 
     tag = "CASE " + " ".join(f"WHEN {p} THEN {s.index}" for s, p in zip(splits, predicates)) + " END"
     if _copy_lines(rt):
         # The split column stays selected: Spark's predicates filter on it outside the subquery.
-        selected = f"{source.copy_line(list(schema.columns), tag)} AS line, {key}"
+        declared = lambda c: rt.sink.column_type(c, c.name in schema.primary_key)  # noqa: E731
+        selected = f"{source.copy_line(list(schema.columns), tag, declared)} AS line, {key}"
     else:
         exprs = ", ".join(f"{source.select_expr(c, rt.sink.dialect)[0]} AS {source.quote(c.name)}" for c in schema.columns)
         selected = f"{tag} AS {SPLIT_COLUMN}, {exprs}"

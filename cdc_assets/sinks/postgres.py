@@ -1,10 +1,14 @@
 """PostgreSQL as a target: type mapping, staging (UNLOGGED), and `INSERT ... ON CONFLICT DO UPDATE`."""
 from __future__ import annotations
 
+from functools import cached_property
+from typing import Any, Callable
+
 from psycopg2.extras import execute_values
 
 from cdc_assets.core.batches import TableChanges
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
+from cdc_assets.errors import NulInText, TableError
 from cdc_assets.sinks.base import Moves, SqlSink, Transport
 
 PAGE_ROWS = 5000  # rows per statement
@@ -14,6 +18,7 @@ _FROM_MYSQL = {
     Kind.UINT64: "numeric(20,0)", Kind.FLOAT32: "real", Kind.FLOAT64: "double precision", Kind.BINARY: "bytea",
     Kind.DATE: "date", Kind.YEAR: "smallint", Kind.JSON: "jsonb", Kind.ENUM: "text", Kind.SET: "text",
     Kind.UUID: "uuid", Kind.INTERVAL: "interval", Kind.OTHER: "text", Kind.BOOL: "boolean",
+    Kind.GEOMETRY: "bytea",  # WKB without the SRID, when the target has no PostGIS (README "Type mapping")
     # MySQL TIME spans -838:59:59..838:59:59; PostgreSQL's time cannot, interval holds every value.
     Kind.TIME: "interval",
 }
@@ -27,7 +32,34 @@ class PostgresSink(SqlSink):
         if self.source_dialect == "postgres":
             # Same engine: the declaration itself, except user-defined enums, which may not exist here.
             return "text" if column.kind == Kind.ENUM else column.native
+        if column.kind == Kind.GEOMETRY and self.has_postgis:
+            return "geometry"  # unconstrained: each value keeps its own SRID, as in MySQL
         return mysql_to_postgres(column)
+
+    @cached_property
+    def has_postgis(self) -> bool:
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'postgis'")
+            return cur.fetchone() is not None
+
+    def ensure_table(self, schema: TableSchema) -> bool:
+        self._check_types(schema)
+        return super().ensure_table(schema)
+
+    def _check_types(self, schema: TableSchema) -> None:
+        """Same engine, same declarations: a type from an extension (hstore) must exist on the target too."""
+        if self.source_dialect != "postgres":
+            return
+        declared = {c.name: self.column_type(c, False) for c in schema.columns}
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT t FROM unnest(%s::text[]) AS t WHERE to_regtype(t) IS NULL", (list(declared.values()),))
+            missing = {r[0] for r in cur.fetchall()}
+        for name, type_name in declared.items():
+            if type_name in missing:
+                raise TableError(
+                    f"column '{name}' of {schema.table} has type {type_name}, which {self.url} does not know",
+                    "create it there first (for an extension's type: CREATE EXTENSION <extension>), or leave the "
+                    f"column out with source.exclude_columns: {{{schema.table}: [{name}]}}")
 
     def load_expr(self, t: Transport, staged: str) -> str:
         return f"{staged}::{self.column_type(t.column, False)}" if t.as_text else staged
@@ -52,6 +84,9 @@ class PostgresSink(SqlSink):
             return (", ".join(self.q(n) for n in names),
                     "(" + ", ".join(f"CAST(%s AS {types[n]})" for n in names) + ")")
 
+        if self.source_dialect == "mysql":
+            _refuse_nul(schema, changes)
+        param = _log_values(schema, types)
         match = " AND ".join(f"t.{self.q(k)} = v.{self.q(k)}" for k in key)
         moves = self.plan_moves(cursor, schema, changes)
         gone = [*changes.deletes, *changes.rows, *moves.copies]
@@ -61,11 +96,11 @@ class PostgresSink(SqlSink):
         if changes.rows:
             names = [c.name for c in schema.columns]
             cols, template = values(names)
-            rows = [tuple(_param(row.get(n)) for n in names) for row in changes.rows.values()]
+            rows = [tuple(param(n, row.get(n)) for n in names) for row in changes.rows.values()]
             _execute(cursor, f"INSERT INTO {table} ({cols}) VALUES %s", rows, template)
         if moves.copies:
             self._insert_copies(cursor, schema, moves, values)
-        for names, rows in _by_columns({**changes.partial, **moves.updates}, key).items():
+        for names, rows in _by_columns({**changes.partial, **moves.updates}, key, param).items():
             cols, template = values(names)
             sets = ", ".join(f"{self.q(n)} = v.{self.q(n)}" for n in names if n not in key)
             _execute(cursor, f"UPDATE {table} AS t SET {sets} FROM (VALUES %s) AS v({cols}) WHERE {match}", rows,
@@ -108,7 +143,9 @@ def mysql_to_postgres(column: Column) -> str:
         return f"numeric({column.precision},{column.scale})"
     if kind == Kind.STRING:
         # MySQL returns CHAR(n) without trailing spaces; varchar(n) keeps the value as MySQL returns it.
-        return f"varchar({column.length})" if column.native.startswith(("char", "varchar")) else "text"
+        # CHAR(0)/VARCHAR(0) hold only '' (and NULL): PostgreSQL has no varchar(0), text holds that exactly.
+        sized = column.native.startswith(("char", "varchar")) and column.length
+        return f"varchar({column.length})" if sized else "text"
     if kind in (Kind.DATETIME, Kind.TIMESTAMP):
         base = "timestamp" if kind == Kind.DATETIME else "timestamptz"
         return f"{base}({column.precision or 0})"
@@ -148,14 +185,38 @@ def _text_size(value) -> int:
     return 16
 
 
-def _by_columns(partial: dict[tuple, dict], key: tuple[str, ...]) -> dict[tuple[str, ...], list[tuple]]:
+def _by_columns(partial: dict[tuple, dict], key: tuple[str, ...], param: Callable[[str, Any], Any]
+                ) -> dict[tuple[str, ...], list[tuple]]:
     """Partial rows grouped by the columns they carry (key first), one UPDATE per group."""
     groups: dict[tuple[str, ...], list[tuple]] = {}
     for row in partial.values():
         names = (*key, *sorted(n for n in row if n not in key))
         if len(names) > len(key):
-            groups.setdefault(names, []).append(tuple(_param(row[n]) for n in names))
+            groups.setdefault(names, []).append(tuple(param(n, row[n]) for n in names))
     return groups
+
+
+def _refuse_nul(schema: TableSchema, changes: TableChanges) -> None:
+    """MySQL text may hold NUL (0x00), PostgreSQL text cannot: stop naming the row (README "Type mapping")."""
+    for key, row in (*changes.rows.items(), *changes.partial.items()):
+        for name, value in row.items():
+            if isinstance(value, str) and "\0" in value:
+                raise NulInText(schema.table, key, name)
+
+
+def _log_values(schema: TableSchema, types: dict[str, str]) -> Callable[[str, Any], Any]:
+    """(column, log value) -> the parameter the snapshot's COPY text matches: MySQL geometry (the binlog carries
+    MySQL's form: a 4-byte little-endian SRID, then WKB) as its WKB, or for PostGIS as 'SRID=n;<hex WKB>'; floats as
+    `_param` renders them."""
+    geometry = {c.name for c in schema.columns if c.kind == Kind.GEOMETRY}
+
+    def param(name: str, value: Any) -> Any:
+        if name not in geometry or value is None:
+            return _param(value)
+        if types[name] == "geometry":
+            return f"SRID={int.from_bytes(value[:4], 'little')};{value[4:].hex()}"
+        return value[4:]
+    return param
 
 
 def _param(value):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.keys import key_kind, to_key_value, to_param
@@ -43,8 +43,9 @@ class Source(Protocol):
     def select_expr(self, column: Column, target_dialect: str) -> tuple[str, bool]:
         """SQL for one column in a typed snapshot read (MySQL targets), and whether it travels as text."""
 
-    def copy_line(self, columns: list[Column], tag_sql: str) -> str:
-        """SQL rendering a row as one PostgreSQL COPY text line, `tag_sql` as its first field."""
+    def copy_line(self, columns: list[Column], tag_sql: str, declared: Callable[[Column], str]) -> str:
+        """SQL rendering a row as one PostgreSQL COPY text line, `tag_sql` as its first field; `declared`: each
+        column's type on the target."""
 
     def table_sql(self, table: TableId) -> str: ...
 

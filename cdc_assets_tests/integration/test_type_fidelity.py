@@ -24,62 +24,87 @@ MYSQL_DDL = """CREATE TABLE types_t (
   bi BIGINT, bu BIGINT UNSIGNED, d65 DECIMAL(65,30), dec2 DECIMAL(12,2), f FLOAT, db DOUBLE,
   ch CHAR(10), vc VARCHAR(100), tx TEXT, bn BINARY(4), vb VARBINARY(20), bl BLOB,
   dte DATE, dtm DATETIME(6), ts TIMESTAMP(6) NULL, tm TIME(6), yr YEAR, js JSON,
-  en ENUM('a','b','c'), st SET('x','y','z'), bt BIT(10), bo BOOLEAN)"""
+  en ENUM('a','b','c'), st SET('x','y','z'), bt BIT(10), bo BOOLEAN,
+  c0 CHAR(0), v0 VARCHAR(0), fu FLOAT UNSIGNED, du DOUBLE UNSIGNED, decu DECIMAL(10,3) UNSIGNED, zf INT(6) ZEROFILL,
+  dzf DECIMAL(8,2) ZEROFILL, gm GEOMETRY, pt POINT, pg POLYGON, mp MULTIPOINT, gc GEOMETRYCOLLECTION)"""
 MYSQL_ROWS = [
     "(1, 127, 255, 32767, 8388607, 2147483647, 4294967295, 9223372036854775807, 18446744073709551615,"
     " '12345678901234567890123456789012345.123456789012345678901234567891', 9999999999.99, 3.14, 1.7976931348623157e308,"
     " 'abc', 'emoji 🚀 and ünïcode', REPEAT('long text ', 500), X'00FF10AB', X'DEADBEEF', X'00010203',"
     " '9999-12-31', '9999-12-31 23:59:59.999999', '2038-01-19 03:14:07.999999', '838:59:59.000000', 2155,"
-    " '{\"a\": [1, 2, {\"b\": null}], \"s\": \"🚀\"}', 'c', 'x,z', b'1010101010', TRUE)",
+    " '{\"a\": [1, 2, {\"b\": null}], \"s\": \"🚀\"}', 'c', 'x,z', b'1010101010', TRUE,"
+    " '', '', 3.4028234e38, 1.7976931348623157e308, 9999999.999, 999999, 999999.99,"
+    " ST_GeomFromText('LINESTRING(0 0,1 1.5)', 4326), ST_GeomFromText('POINT(1 2)'),"
+    " ST_GeomFromText('POLYGON((0 0,1 0,1 1,0 0))'), ST_GeomFromText('MULTIPOINT(1 1,2 2)'),"
+    " ST_GeomFromText('GEOMETRYCOLLECTION(POINT(1 1),LINESTRING(0 0,1 1))'))",
     "(2, -128, 0, -32768, -8388608, -2147483648, 0, -9223372036854775808, 0,"
     " '-0.000000000000000000000000000001', -0.01, -1.5e-38, 5e-324,"
     " '', '', '', X'00000000', X'', X'',"
     " '1000-01-01', '1000-01-01 00:00:00.000000', '1970-01-01 00:00:01.000001', '-838:59:59.000000', 1901,"
-    " '[]', 'a', '', b'0000000001', FALSE)",
-    "(3," + ", ".join(["NULL"] * 28) + ")",
+    " '[]', 'a', '', b'0000000001', FALSE,"
+    " '', '', 0, 0, 0, 0, 0, ST_GeomFromText('POINT(0 0)', 3857), ST_GeomFromText('POINT(-1.5e300 5e-324)'),"
+    " NULL, NULL, ST_GeomFromText('GEOMETRYCOLLECTION EMPTY'))",
+    "(3," + ", ".join(["NULL"] * 40) + ")",
     "(4, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0.5, -0.0, -0.0, 'a', 'tab\there', 'line\nbreak \\\\ back', X'61', X'00', X'00',"
     " '2024-02-29', '2024-02-29 12:00:00.5', '2000-01-01 00:00:00', '-00:00:01.500000', 2000,"
-    " '{\"k\": 1.5e3}', 'b', 'y', b'0', 2)",
+    " '{\"k\": 1.5e3}', 'b', 'y', b'0', 2,"
+    " NULL, '', 1.5, 5e-324, 0.001, 42, 3.5, ST_GeomFromText('POINT(0 0)'), NULL, NULL, NULL, NULL)",
 ]
 
 BIG = secrets.token_hex(20_000)  # incompressible: PostgreSQL TOASTs it, and leaves it out of an update not changing it
 PG_DDL = """CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
+CREATE DOMAIN posint AS integer CHECK (VALUE > 0); CREATE DOMAIN stamp AS timestamptz(3);
+CREATE DOMAIN code AS varchar(5);
 CREATE TABLE app.types_t (
   id INT PRIMARY KEY, sm SMALLINT, i INT, bi BIGINT, num NUMERIC(65,30), numu NUMERIC, r REAL, dp DOUBLE PRECISION,
   ch CHAR(10), vc VARCHAR(100), tx TEXT, byt BYTEA, dte DATE, ts TIMESTAMP(6), tstz TIMESTAMPTZ(6), tm TIME(6),
   iv INTERVAL, js JSON, jb JSONB, uu UUID, ia INT[], ta TEXT[], bo BOOLEAN, bt BIT(10), mo mood, bv BIT VARYING,
-  da DATE[], tsa TIMESTAMPTZ[])"""
+  da DATE[], tsa TIMESTAMPTZ[],
+  mn MONEY, ine INET, ci CIDR, mac MACADDR, m8 MACADDR8, tsv TSVECTOR, xm XML, hs HSTORE, i4r INT4RANGE,
+  nr NUMRANGE, tzr TSTZRANGE, dr DATERANGE, pint posint, dts stamp, cd code)"""
 PG_ROWS = [
     "(1, 32767, 2147483647, 9223372036854775807, '12345678901234567890123456789012345.123456789012345678901234567891',"
     " 123456789.123456789, 3.4028235e38, 1.7976931348623157e308, 'abc', 'emoji 🚀 and ünïcode', '" + BIG + "',"
     " '\\x00ff10ab', '9999-12-31', '9999-12-31 23:59:59.999999', '2038-01-19 03:14:07.999999+00', '23:59:59.999999',"
     " '1 year 2 mons 3 days 04:05:06.789', '{\"a\": [1, 2]}', '{\"b\": {\"c\": \"🚀\"}}', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',"
     " '{1,2,3}', '{\"x\",\"y z\"}', TRUE, B'1010101010', 'happy', B'101', '{2024-02-29,9999-12-31}',"
-    " '{\"2000-02-29 12:00:00.5+02\",\"1970-01-01 00:00:00+00\"}')",
+    " '{\"2000-02-29 12:00:00.5+02\",\"1970-01-01 00:00:00+00\"}',"
+    " '1234.56', '192.168.1.5/24', '10.0.0.0/8', '08:00:2b:01:02:03', '08:00:2b:01:02:03:04:05', 'a fat cat',"
+    " '<a x=\"1\">t&amp;</a>', '\"k\"=>\"v\", \"a b\"=>NULL', '[1,10)', '(1.5,2.5]',"
+    " '[\"2024-01-01 00:00:00+00\",\"2024-02-01 00:00:00+02\")', '[2024-01-01,infinity)', 1,"
+    " '2024-01-01 12:00:00.123+05', 'ab')",
     "(2, -32768, -2147483648, -9223372036854775808, '-0.000000000000000000000000000001', -0.5, -1.17549435e-38, 5e-324,"
     " '', '', '', '\\x', '1000-01-01', '1000-01-01 00:00:00', '1970-01-01 00:00:01.000001+00', '00:00:00',"
     " '-3 days -00:00:01', '[]', '{}', '00000000-0000-0000-0000-000000000000', '{}', '{}', FALSE, B'0000000001', 'sad',"
-    " B'', '{}', '{}')",
-    "(3," + ", ".join(["NULL"] * 27) + ")",
+    " B'', '{}', '{}',"
+    " '-0.01', '::1', '::/0', '00:00:00:00:00:00', '00:00:00:00:00:00:00:00', '', '', '', 'empty', '(,)', 'empty',"
+    " 'empty', 2147483647, '1970-01-01 00:00:00+00', '')",
+    "(3," + ", ".join(["NULL"] * 42) + ")",
     "(4, 0, 0, 0, 0, 0, '-0', '-0', 'a', 'x', E'tab\\there', '\\x00', '2000-02-29', '2000-02-29 12:00:00.5',"
     " '2000-02-29 12:00:00.5+02', '24:00:00', '-1 mons +2 days -00:00:03.5', 'null', '\"s\"',"
     " 'ffffffff-ffff-ffff-ffff-ffffffffffff', '{NULL,1}', '{\"NULL\",NULL}', TRUE, B'0000000000', 'ok',"
-    " B'0' || repeat('1', 69)::varbit, '{NULL}', '{\"2038-01-19 03:14:07.999999+00\"}')",
+    " B'0' || repeat('1', 69)::varbit, '{NULL}', '{\"2038-01-19 03:14:07.999999+00\"}',"
+    " '92233720368547758.07', '2001:db8::1/64', '192.168.0.0/16', 'ff:ff:ff:ff:ff:ff', 'ff:ff:ff:ff:ff:ff:ff:ff',"
+    " 'a:1A b:2B', '<r/>', '\"x\"=>\"1\"', '[-5,5]', '[0,)', '(,)', '[2000-02-29,2000-03-01)', 1, NULL, 'zzzzz')",
 ]
 # Values no MySQL column holds (README "Type mapping"): PostgreSQL -> PostgreSQL only.
 PG_ONLY_ROWS = [
     "(5, NULL, NULL, NULL, 'NaN', 'NaN', 'NaN', 'Infinity', NULL, NULL, NULL, NULL, 'infinity', '-infinity',"
     " 'infinity', '24:00:00', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-    " '{infinity,-infinity,2024-01-01}', '{infinity,\"2020-01-01 00:00:00+00\"}')",
+    " '{infinity,-infinity,2024-01-01}', '{infinity,\"2020-01-01 00:00:00+00\"}'" + ", NULL" * 15 + ")",
     "(6, NULL, NULL, NULL, NULL, NULL, '-Infinity', '-Infinity', NULL, NULL, NULL, NULL, '-infinity', 'infinity',"
-    " '-infinity', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+    " '-infinity', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL" + ", NULL" * 15 + ")",
 ]
 
 # Conversions for the cross-engine directions, each a documented mapping (README "Type mapping").
 BIT_COLUMNS = {"bt"}
 # MySQL's text protocol prints FLOAT with 6 digits; read it as DOUBLE and compare single-precision values.
-FLOAT32_COLUMNS = {"f", "r"}
+FLOAT32_COLUMNS = {"f", "r", "fu"}
 JSON_COLUMNS = {"js", "jb", "ia", "ta", "da", "tsa"}
+# PostgreSQL types a MySQL target holds as their text (ranges: psycopg2 would read Range objects).
+# MySQL spatial values: MySQL's form (4-byte SRID, WKB) on MySQL, their WKB in a PostgreSQL bytea.
+GEOMETRY_COLUMNS = {"gm", "pt", "pg", "mp", "gc"}
+TEXT_COLUMNS = {"mn", "ine", "ci", "mac", "m8", "tsv", "xm", "hs", "i4r", "nr", "tzr", "dr"}
 
 
 def canonical(name: str, value):
@@ -112,7 +137,8 @@ def read_table(conn, table_sql: str):
             select = ", ".join(f"CAST(`{n}` AS DOUBLE)" if n in FLOAT32_COLUMNS else f"`{n}`" for n in names)
         else:  # JSON as its text, as MySQL returns it (psycopg2 would parse it); time as a duration (24:00 kept)
             select = ", ".join(f'to_json("{n}")::text' if n in JSON_COLUMNS else f'"{n}"::interval' if n == "tm"
-                               else f'"{n}"' for n in names)
+                               else f'abbrev("{n}")' if n == "ine"  # the output function's text, as sent
+                               else f'"{n}"::text' if n in TEXT_COLUMNS else f'"{n}"' for n in names)
         cur.execute(f"SELECT {select} FROM {table_sql} ORDER BY id")
         rows = cur.fetchall()
     return [{n: canonical(n, v) for n, v in zip(names, row)} for row in rows]
@@ -128,8 +154,8 @@ def seed_statements(kind: str, target_kind: str) -> tuple[list[str], list[str], 
     if kind == "mysql":
         ddl, rows, sql = [MYSQL_DDL], MYSQL_ROWS, "types_t"
     else:
-        ddl, rows, sql = ["CREATE SCHEMA app", PG_DDL], PG_ROWS + (PG_ONLY_ROWS if target_kind == "postgres" else []), \
-            "app.types_t"
+        ddl = ["CREATE SCHEMA app", "CREATE EXTENSION hstore", PG_DDL]
+        rows, sql = PG_ROWS + (PG_ONLY_ROWS if target_kind == "postgres" else []), "app.types_t"
     shifted = [with_id(rows[k % len(rows)], 201 + k - 1) for k in range(1, len(rows) + 1)]
     copies = [with_id(row, 301 + i) for i, row in enumerate(rows)]
     return [*ddl, f"INSERT INTO {sql} VALUES " + ", ".join(rows + shifted + copies)], rows, sql
@@ -161,7 +187,10 @@ def target_conn(servers, target_kind, target_db, mysql_server):
     into the very table it reads (a table keeps its database name in the target)."""
     if target_kind == "postgres":
         servers.postgres.create_database(target_db)
-        return servers.postgres.connect(target_db)
+        conn = servers.postgres.connect(target_db)
+        with conn.cursor() as cur:
+            cur.execute("CREATE EXTENSION hstore")  # README: extension types need the extension on the target
+        return conn
     return mysql_server.connect()
 
 
@@ -206,7 +235,7 @@ def texts(conn, dialect: str, namespace: str, name: str) -> dict[int, dict[str, 
 
 
 def mysql_text(name: str, data_type: str) -> str:
-    if "blob" in data_type or "binary" in data_type:
+    if "blob" in data_type or "binary" in data_type or name in GEOMETRY_COLUMNS:
         return f"HEX(`{name}`)"
     if data_type == "bit":
         return f"BIN(`{name}`)"
@@ -235,6 +264,8 @@ def test_values_survive_the_snapshot_and_the_log(tmp_path, servers, mariadb_targ
             actual = read_table(tgt, tgt_sql)
             if (kind, target_kind) == ("postgres", "mysql"):
                 expected = postgres_to_mysql_expected(src_conn, expected)
+            if (kind, target_kind) == ("mysql", "postgres"):
+                expected = [{c: v[4:] if c in GEOMETRY_COLUMNS and v else v for c, v in row.items()} for row in expected]
             assert len(actual) == len(expected) == 3 * len(rows)
             for exp, act in zip(expected, actual):
                 for column in exp:

@@ -1,11 +1,13 @@
 """MySQL/MariaDB as a snapshot source: capture checks, table discovery, key probes, binlog position, JDBC."""
 from __future__ import annotations
 
+from typing import Callable
+
 import pymysql
 
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.positions import MysqlPosition
-from cdc_assets.core.tables import Column, TableId, TableSchema
+from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, qualified, quote_ident
 from cdc_assets.dbapi.jdbc import mysql_jdbc
@@ -81,6 +83,20 @@ class MysqlSource(SqlKeyProbes):
             cur.execute(_UNIQUE_SQL, (table.namespace, table.name, column))
             return cur.fetchone() is not None
 
+    def text_with_nul(self, schema: TableSchema, predicates: list[str]) -> tuple[tuple, str] | None:
+        """(key, column) of a row in the predicates' ranges whose text holds NUL, which PostgreSQL cannot store."""
+        keys = ", ".join(self.quote(k) for k in schema.primary_key)
+        ranges = " OR ".join(f"({p})" for p in predicates)
+        for column in schema.columns:
+            if column.kind in (Kind.STRING, Kind.ENUM, Kind.SET):
+                nul = f"LOCATE(X'00', CAST(CONVERT({self.quote(column.name)} USING utf8mb4) AS BINARY)) > 0"
+                with self.conn.cursor() as cur:
+                    cur.execute(f"SELECT {keys} FROM {self.table_sql(schema.table)} WHERE ({ranges}) AND {nul} LIMIT 1")
+                    row = cur.fetchone()
+                if row is not None:
+                    return tuple(row), column.name
+        return None
+
     def current_position(self) -> MysqlPosition:
         with self.conn.cursor() as cur:
             cur.execute("SHOW MASTER STATUS")
@@ -112,8 +128,9 @@ class MysqlSource(SqlKeyProbes):
     def select_expr(self, column: Column, target_dialect: str) -> tuple[str, bool]:
         return types.select_expr(column, self.quote(column.name))
 
-    def copy_line(self, columns: list[Column], tag_sql: str) -> str:
-        return types.copy_line([f"({tag_sql})"] + [types.copy_field(c, self.quote(c.name)) for c in columns])
+    def copy_line(self, columns: list[Column], tag_sql: str, declared: Callable[[Column], str]) -> str:
+        return types.copy_line([f"({tag_sql})"] + [types.copy_field(c, self.quote(c.name), declared(c))
+                                                   for c in columns])
 
     def close(self) -> None:
         self.conn.close()

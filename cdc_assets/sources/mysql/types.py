@@ -17,6 +17,8 @@ _SIMPLE = {
     "date": Kind.DATE, "datetime": Kind.DATETIME, "timestamp": Kind.TIMESTAMP, "time": Kind.TIME,
     "year": Kind.YEAR, "json": Kind.JSON, "enum": Kind.ENUM, "set": Kind.SET, "bit": Kind.BIT,
     "uuid": Kind.UUID,  # MariaDB >= 10.7
+    **{t: Kind.GEOMETRY for t in ("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
+                                  "multipolygon", "geometrycollection")},
 }
 # Spark's JDBC types carry these exactly; everything else travels as text.
 NATIVE_KINDS = {Kind.INT, Kind.UINT64, Kind.FLOAT32, Kind.FLOAT64, Kind.STRING, Kind.BINARY}
@@ -38,7 +40,7 @@ def column_from_catalog(row: dict, json_columns: set[str]) -> Column:
     if data_type == "longtext" and name in json_columns:
         # MariaDB stores JSON as LONGTEXT guarded by CHECK (json_valid(col)).
         return Column(kind=Kind.JSON, **common)
-    kind = _SIMPLE.get(data_type, Kind.OTHER)
+    kind = _SIMPLE.get(data_type, Kind.UNKNOWN)  # refused at plan time (engine/columns.py)
     if kind in (Kind.ENUM, Kind.SET):
         return Column(kind=kind, values=tuple(re.findall(r"'((?:[^']|'')*)'", native)), **common)
     if kind == Kind.BIT:
@@ -57,6 +59,8 @@ def select_expr(column: Column, quoted: str) -> tuple[str, bool]:
         return f"CAST({quoted} AS DOUBLE)", False
     if column.kind in NATIVE_KINDS:
         return quoted, False
+    if column.kind == Kind.GEOMETRY:
+        return f"CAST({quoted} AS BINARY)", False  # SRID + WKB, which a MySQL geometry column takes back
     if column.kind == Kind.DECIMAL and (column.precision or 0) <= 38:
         return quoted, False
     if column.kind == Kind.BIT:
@@ -70,8 +74,8 @@ def select_expr(column: Column, quoted: str) -> tuple[str, bool]:
 _ESCAPED = r"REPLACE(REPLACE(REPLACE(REPLACE({x}, '\\', '\\\\'), '\t', '\\t'), '\n', '\\n'), '\r', '\\r')"
 
 
-def copy_field(column: Column, quoted: str) -> str:
-    """SQL rendering one column as a PostgreSQL COPY text field (NULL stays NULL).
+def copy_field(column: Column, quoted: str, declared: str) -> str:
+    """SQL rendering one column as a PostgreSQL COPY text field (NULL stays NULL); `declared` is its target type.
 
     MariaDB prints doubles shortest-exact and DECIMAL exactly; the session runs in UTC."""
     kind = column.kind
@@ -83,6 +87,11 @@ def copy_field(column: Column, quoted: str) -> str:
         return rf"CONCAT('\\\\x', HEX({quoted}))"  # bytea hex input, its backslash escaped for COPY
     if kind == Kind.BIT:
         return f"LPAD(BIN({quoted}), {column.length}, '0')"
+    if kind == Kind.GEOMETRY and declared == "geometry":
+        # PostGIS reads 'SRID=n;' followed by hex WKB: the SRID travels with the value.
+        return f"CONCAT('SRID=', ST_SRID({quoted}), ';', HEX(ST_AsBinary({quoted})))"
+    if kind == Kind.GEOMETRY:
+        return rf"CONCAT('\\\\x', HEX(ST_AsBinary({quoted})))"  # WKB, without MySQL's SRID prefix
     if kind in (Kind.DATE, Kind.DATETIME, Kind.TIMESTAMP, Kind.TIME):
         return f"CAST({quoted} AS CHAR)"
     # Mixed column charsets cannot meet in one CONCAT_WS: everything text becomes utf8mb4 first.

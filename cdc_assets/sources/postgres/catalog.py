@@ -11,6 +11,7 @@ class Catalog:
     def __init__(self, url: DbUrl, tables: list[TableId]) -> None:
         self.conn = connect(url)
         self._names: dict[tuple[int, int], str] = {}
+        self._bases: dict[int, int] = {}
         self.relations: dict[int, TableId] = {}  # relation id (pg_class oid) -> captured table, by name at the start
         self.missing: list[TableId] = []  # captured tables no relation bears the name of (renamed or dropped)
         with self.conn.cursor() as cur:
@@ -23,11 +24,22 @@ class Catalog:
                     self.relations[oid] = table
 
     def type_name(self, type_oid: int, typmod: int) -> str:
+        """As discovery names it (sources/postgres/source.py): a domain by its base type."""
         if (type_oid, typmod) not in self._names:
             with self.conn.cursor() as cur:
-                cur.execute("SELECT format_type(%s, %s)", (type_oid, typmod))
+                cur.execute("SELECT CASE WHEN typtype = 'd' THEN format_type(typbasetype, typtypmod) "
+                            "ELSE format_type(oid, %s) END FROM pg_type WHERE oid = %s", (typmod, type_oid))
                 self._names[type_oid, typmod] = cur.fetchone()[0]
         return self._names[type_oid, typmod]
+
+    def base_type(self, type_oid: int) -> int:
+        """A domain's base type (its values' text is the base type's); any other type itself."""
+        if type_oid not in self._bases:
+            with self.conn.cursor() as cur:
+                cur.execute("SELECT CASE WHEN typtype = 'd' THEN typbasetype ELSE oid END FROM pg_type WHERE oid = %s",
+                            (type_oid,))
+                self._bases[type_oid] = int(cur.fetchone()[0])
+        return self._bases[type_oid]
 
     def close(self) -> None:
         self.conn.close()

@@ -27,9 +27,10 @@ def recorded_shape(schema: TableSchema) -> Shape:
     return Shape(schema.table, {c.name: c.native for c in schema.columns}, None)
 
 
-def relation_shape(message: pgoutput.Relation, type_name: TypeName) -> Shape:
+def relation_shape(message: pgoutput.Relation, type_name: TypeName, excluded: tuple[str, ...] = ()) -> Shape:
+    """`excluded`: columns the task leaves out (source.exclude_columns), whose changes are no drift."""
     return Shape(TableId(message.namespace, message.name),
-                 {c.name: type_name(c.type_oid, c.atttypmod) for c in message.columns},
+                 {c.name: type_name(c.type_oid, c.atttypmod) for c in message.columns if c.name not in excluded},
                  tuple(c.name for c in message.columns if c.is_key))
 
 

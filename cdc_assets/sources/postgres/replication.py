@@ -268,6 +268,8 @@ PINNED: dict[int, Caster] = {
     1700: ext.DECIMAL, 1231: ext.DECIMALARRAY,  # numeric
     17: _then(psycopg2.BINARY, bytes), 1001: _then(ext.BINARYARRAY, bytes),  # bytea
     700: _then(ext.FLOAT, _single), 1021: _then(ext.FLOATARRAY, _single),  # real
+    # Ranges as their text, which both targets take (psycopg2 would make Range objects PyMySQL cannot write).
+    3904: _text, 3926: _text, 3906: _text, 3908: _text, 3910: _text, 3912: _text,
 }
 
 
@@ -380,7 +382,7 @@ class _Assembler:
         return [Transaction(changes, end, message.commit_time.timestamp(), self.begin.xid)]
 
     def _relation(self, message: pgoutput.Relation) -> list:
-        casters = tuple(caster(c.type_oid) for c in message.columns)
+        casters = tuple(caster(self.catalog.base_type(c.type_oid)) for c in message.columns)
         self.relations[message.relation_id] = _Relation(message, self._table_of(message), casters)
         self.unchecked.add(message.relation_id)
         return []
@@ -403,7 +405,7 @@ class _Assembler:
         """Compare a relation's definition with the one its table was read with, on the first change read with
         it (pgoutput sends a Relation before that change, inside the same transaction)."""
         self.unchecked.discard(relation_id)
-        shape = relation_shape(relation.message, self.catalog.type_name)
+        shape = relation_shape(relation.message, self.catalog.type_name, self.schemas[relation.table].excluded)
         change = describe_drift(self.accepted[relation.table], shape)
         self.accepted[relation.table] = shape
         return [SchemaChange(relation.table, change, self.boundary)] if change else []

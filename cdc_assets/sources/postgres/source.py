@@ -1,6 +1,8 @@
 """PostgreSQL as a snapshot source: capture checks, table discovery, key probes, WAL position, JDBC."""
 from __future__ import annotations
 
+from typing import Callable
+
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.positions import PgPosition
 from cdc_assets.core.tables import Column, TableId, TableSchema
@@ -13,9 +15,14 @@ from cdc_assets.sources.postgres import types
 
 # Generated columns are not captured: pgoutput leaves them out of every row image (up to PostgreSQL 17), so the log
 # could never keep them right. A target may declare them itself (README, "Generated columns").
+# A domain column is read as its base type (one level: a domain over a domain keeps its name and is refused).
 _COLUMNS_SQL = """
-SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, t.typcategory
+SELECT a.attname,
+       CASE WHEN t.typtype = 'd' THEN format_type(t.typbasetype, t.typtypmod)
+            ELSE format_type(a.atttypid, a.atttypmod) END,
+       a.attnotnull, COALESCE(b.typcategory, t.typcategory)
 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+LEFT JOIN pg_type b ON t.typtype = 'd' AND b.oid = t.typbasetype
 WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum"""
 _PK_SQL = """
 SELECT a.attname FROM pg_index i
@@ -87,7 +94,7 @@ class PostgresSource(SqlKeyProbes):
     def select_expr(self, column: Column, target_dialect: str) -> tuple[str, bool]:
         return types.select_expr(column, self.quote(column.name), target_dialect)
 
-    def copy_line(self, columns: list[Column], tag_sql: str) -> str:
+    def copy_line(self, columns: list[Column], tag_sql: str, declared: Callable[[Column], str]) -> str:
         return types.copy_line([f"({tag_sql})::text"] + [types.copy_field(c, self.quote(c.name)) for c in columns])
 
     def close(self) -> None:

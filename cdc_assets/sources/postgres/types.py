@@ -15,6 +15,11 @@ _BY_NAME = {
     "json": Kind.JSON, "jsonb": Kind.JSON, "uuid": Kind.UUID, "bit": Kind.BIT, "bit varying": Kind.BIT,
     "numeric": Kind.DECIMAL,
 }
+# Types whose text form is exact and that psycopg2 leaves as text in the log: PostgreSQL targets declare them as
+# the source does, MySQL targets hold their text. Any other type is refused at plan time (engine/columns.py).
+_AS_TEXT = {"money", "inet", "cidr", "macaddr", "macaddr8", "tsvector", "xml", "hstore",
+            "int4range", "int8range", "numrange", "tsrange", "tstzrange", "daterange",
+            "geometry", "geography"}  # PostGIS: hex EWKB, the SRID inside
 _BITS = {"smallint": 16, "integer": 32, "bigint": 64}
 _TYPMOD = re.compile(r"\(([\d, ]+)\)")
 NATIVE_KINDS = {Kind.BOOL, Kind.INT, Kind.FLOAT32, Kind.FLOAT64, Kind.STRING, Kind.BINARY}
@@ -22,14 +27,18 @@ NATIVE_KINDS = {Kind.BOOL, Kind.INT, Kind.FLOAT32, Kind.FLOAT64, Kind.STRING, Ki
 
 def column_from_catalog(name: str, native: str, not_null: bool, type_category: str) -> Column:
     """`native` is format_type(atttypid, atttypmod), e.g. 'numeric(65,30)', 'timestamp(6) with time zone'."""
-    base = _TYPMOD.sub("", native).strip()
+    # PostGIS typmods name a subtype and an SRID: geometry(Point,4326).
+    postgis = native.startswith(("geometry", "geography"))
+    base = native.split("(")[0].strip() if postgis else _TYPMOD.sub("", native).strip()
     mods = [int(x) for x in _TYPMOD.search(native).group(1).split(",")] if _TYPMOD.search(native) else []
     common = dict(name=name, native=native, nullable=not not_null)
     if native.endswith("[]"):
-        return Column(kind=Kind.ARRAY, element=native[:-2], **common)
+        # The log reads arrays through psycopg2's casters, which know the element types mapped here only.
+        known = _TYPMOD.sub("", native[:-2]).strip() in _BY_NAME
+        return Column(kind=Kind.ARRAY if known else Kind.UNKNOWN, element=native[:-2], **common)
     if type_category == "E":
         return Column(kind=Kind.ENUM, **common)
-    kind = _BY_NAME.get(base, Kind.OTHER)
+    kind = _BY_NAME.get(base, Kind.OTHER if base in _AS_TEXT else Kind.UNKNOWN)
     if kind == Kind.INT:
         return Column(kind=kind, bits=_BITS[base], **common)
     if kind == Kind.DECIMAL:
@@ -54,6 +63,8 @@ def select_expr(column: Column, quoted: str, target_dialect: str) -> tuple[str, 
         # ±infinity as NULL: those go as their text, which a MySQL target refuses, as it refuses them in the log.
         return (f"CASE WHEN isfinite({quoted}) THEN to_char({quoted} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') "
                 f"ELSE {quoted}::text END"), True
+    if column.native == "inet":
+        return f"abbrev({quoted})", True  # the output function's text ('::1'); the cast to text adds '/128'
     if column.kind == Kind.ARRAY and target_dialect == "mysql":
         return f"to_json({quoted})::text", True  # MySQL has no arrays: a JSON array keeps every element
     return f"{quoted}::text", True
