@@ -66,6 +66,10 @@ class TableChanges:
     partial: dict[tuple, dict] = field(default_factory=dict)  # key -> some columns (the key among them)
     deletes: set[tuple] = field(default_factory=set)
     moves: dict[tuple, Move] = field(default_factory=dict)  # new key -> where its row comes from
+    # The table's largest split high watermark while the log replays changes the snapshot may already hold
+    # (at-least-once from the minimum low watermark): a move at or before it whose two keys the target lacks
+    # was superseded by what the snapshot read later (a later change or delete of the new key), not lost.
+    replaying_until: Position | None = None
 
     @property
     def size(self) -> int:

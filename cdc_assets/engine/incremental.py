@@ -24,7 +24,7 @@ from cdc_assets.core.events import Idle, RowChange, SchemaChange, Transaction, T
 from cdc_assets.core.positions import Position, earliest, is_before
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.faults import crash_point
-from cdc_assets.engine.log_start import resolve_start, split_watermarks
+from cdc_assets.engine.log_start import resolve_start, snapshot_horizons, split_watermarks
 from cdc_assets.engine.membership import membership, release_bound
 from cdc_assets.engine.planning import describe
 from cdc_assets.engine.prefetch import prefetch
@@ -146,6 +146,7 @@ class _Session:
             report.start, report.start_reason = str(self.position), reason
         report.checkpoint, report.schema_version = self.position, self.version
         self.skip = split_watermarks(rt) if self.pipeline.exactly_once else {}
+        self.horizons = snapshot_horizons(rt)
         self.members_checked = time.monotonic()
         self.reader = rt.log.reader(self.schemas)
         self._parts: Parts | None = None
@@ -317,6 +318,7 @@ class _Session:
     def _apply(self, cursor, changes: list[RowChange], tally: Tally) -> None:
         net = compact(changes, self.schemas)
         for table, table_changes in net.items():
+            table_changes.replaying_until = self.horizons.get(table)
             self.rt.sink.apply_changes(cursor, self.schemas[table], table_changes)
         tally.events += len(changes)
         tally.rows += sum(tc.size for tc in net.values())

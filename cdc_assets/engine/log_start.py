@@ -72,3 +72,13 @@ def split_watermarks(rt: TaskRuntime) -> dict[TableId, TableWatermarks]:
     plans = load_plans(rt)
     return {t: TableWatermarks(plans[t], h) for t, h in highs.items()
             if t in plans and len(h) == len(plans[t].estimated_rows)}
+
+
+def snapshot_horizons(rt: TaskRuntime) -> dict[TableId, Position]:
+    """Per table, the largest high watermark of its finished splits: up to there the log may replay changes the
+    snapshot already read."""
+    highs: dict[TableId, list[Position]] = {}
+    for r in finished_of_plans(rt):
+        d = r.position_data
+        highs.setdefault(TableId(d["schema"], d["tb"]), []).append(position_from_json(d["high_watermark"]))
+    return {t: max(h, key=lambda p: p.sort_key()) for t, h in highs.items()}

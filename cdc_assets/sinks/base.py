@@ -12,6 +12,7 @@ from cdc_assets.core.batches import REPLAN_HINT, MoveIncomplete, TableChanges
 
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.keys import range_predicate
+from cdc_assets.core.positions import is_before
 from cdc_assets.core.splits import KeyRange
 from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
@@ -53,6 +54,11 @@ class SplitRanges:
 class CommitResult:
     rows_by_split: dict[int, int]
     staged_bytes: int
+
+
+def _superseded(move, replaying_until) -> bool:
+    return (replaying_until is not None and move.position is not None
+            and not is_before(replaying_until, move.position))
 
 
 def staging_table(table: TableId, first_split: int) -> TableId:
@@ -118,13 +124,16 @@ class SqlSink:
             if row is not None:
                 copies[new] = row
             elif self.target_row(cursor, schema, new) is None:
+                if _superseded(move, changes.replaying_until):
+                    continue
                 missing = [c.name for c in schema.columns if c.name not in move.columns]
                 raise MoveIncomplete(
                     f"cannot move the row of {schema.table} from key {move.origin} to {new} at {move.position}: "
                     f"the log leaves out its unchanged column(s) {', '.join(missing)} and the target on {self.url} "
                     f"holds neither key", f"{REPLAN_HINT}; ALTER TABLE {schema.table} REPLICA IDENTITY FULL on the "
                     "source makes the log carry whole rows")
-        return Moves(copies, {new: move.columns for new, move in changes.moves.items()})
+        return Moves(copies, {new: move.columns for new, move in changes.moves.items() if new in copies
+                              or not _superseded(move, changes.replaying_until)})
 
     def add_column_sql(self, table: TableId, column: Column) -> str:
         return f"ALTER TABLE {self.table_sql(table)} ADD COLUMN {self.q(column.name)} {self.column_type(column, False)}"
