@@ -41,6 +41,17 @@ def mariadb_target(servers):
 
 
 @pytest.fixture
+def pg_target(servers, unique_name):
+    """(name, autocommit connection) of a fresh PostgreSQL target database named after the test."""
+    from cdc_assets_tests.support import postgres_target
+
+    name = f"{unique_name}_tgt"
+    conn = postgres_target(servers, name)
+    yield name, conn
+    conn.close()
+
+
+@pytest.fixture
 def unique_name() -> str:
     """A short lowercase identifier, unique per test: databases, schemas and slots never collide."""
     return f"t_{uuid.uuid4().hex[:8]}"

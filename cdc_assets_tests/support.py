@@ -82,3 +82,12 @@ def postgres_target(servers, name: str):
     """A fresh target database on the private PostgreSQL; an autocommit connection to it."""
     servers.postgres.create_database(name)
     return servers.postgres.connect(name)
+
+
+def snapshot_all(rt) -> None:
+    """Plan the task's tables and snapshot every split, in process."""
+    from cdc_assets.engine.planning import ensure_plans
+    from cdc_assets.engine.snapshot import snapshot_splits
+
+    for tp in ensure_plans(rt):
+        snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])

@@ -14,13 +14,8 @@ SEED = ["CREATE TABLE items (id INT PRIMARY KEY, v INT)", "INSERT INTO items SEL
 
 
 @pytest.fixture
-def target(servers, unique_name):
-    name = f"{unique_name}_tgt"
-    servers.postgres.create_database(name)
-    conn = servers.postgres.connect(name)
-    conn.autocommit = True
-    yield name, conn
-    conn.close()
+def target(pg_target):
+    return pg_target
 
 
 def binlog_dumps(conn) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
-from datetime import timedelta
 
 import pymysql
 import pytest

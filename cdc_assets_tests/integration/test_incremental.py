@@ -9,10 +9,9 @@ import pytest
 
 from cdc_assets.core.positions import is_before
 from cdc_assets.engine.incremental import sync
-from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.engine.snapshot import SplitFailed, snapshot_splits
-from cdc_assets_tests.support import config_for, fetch_rows, source_database
+from cdc_assets.engine.snapshot import SplitFailed
+from cdc_assets_tests.support import config_for, fetch_rows, snapshot_all, source_database
 
 ROWS = 600
 BIG = secrets.token_hex(40_000)  # incompressible, so TOASTed by PostgreSQL: an update of another column logs it as unchanged
@@ -74,8 +73,7 @@ def snapshot_task(tmp_path, servers, spark, source, target: Target, **sections) 
                         target_server=target.server, snapshot={"split_size": 200}, **sections)
     rt = TaskRuntime(config)
     rt.adopt_spark(spark)
-    for tp in ensure_plans(rt):
-        snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+    snapshot_all(rt)
     return rt
 
 
@@ -189,8 +187,7 @@ def test_a_value_a_lenient_mysql_target_cannot_hold_stops_the_task(tmp_path, ser
         rt.adopt_spark(spark)
         try:
             with pytest.raises((pymysql.err.DataError, SplitFailed), match="Out of range value for column 'n'"):
-                for tp in ensure_plans(rt):
-                    snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+                snapshot_all(rt)
                 if path == "log":
                     with conn.cursor() as cur:
                         cur.execute(big)

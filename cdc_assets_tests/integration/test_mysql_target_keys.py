@@ -6,9 +6,8 @@ import pytest
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.engine.snapshot import snapshot_splits
 from cdc_assets.errors import TableError
-from cdc_assets_tests.support import config_for, source_database
+from cdc_assets_tests.support import config_for, snapshot_all, source_database
 
 KEYS = ["abc", "ABC", "e", "é", "x", "x ", "Straße", "STRASSE"]
 
@@ -19,11 +18,6 @@ def task(tmp_path, servers, spark, kind: str, db: str, ns: str, table: str) -> T
     rt = TaskRuntime(config)
     rt.adopt_spark(spark)
     return rt
-
-
-def snapshot(rt: TaskRuntime) -> None:
-    for tp in ensure_plans(rt):
-        snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
 
 
 def mysql_rows(servers, ns: str, table: str, columns: str) -> list[tuple]:
@@ -44,7 +38,7 @@ def test_text_keys_the_source_keeps_apart_stay_apart_in_snapshot_and_log(tmp_pat
     with source_database(servers, "postgres", unique_name, seed) as src:
         rt = task(tmp_path, servers, spark, "postgres", unique_name, ns, "k")
         try:
-            snapshot(rt)
+            snapshot_all(rt)
             assert mysql_rows(servers, ns, "k", "id, v") == sorted((k, i) for i, k in enumerate(KEYS))
             with src.cursor() as cur:
                 cur.execute(f"DELETE FROM {ns}.k WHERE id = 'ABC'")
@@ -90,7 +84,7 @@ def test_nullable_timestamps_stay_nullable_with_explicit_defaults_off(tmp_path, 
                                         target_server=mariadb_target))
             rt.adopt_spark(spark)
             try:
-                snapshot(rt)
+                snapshot_all(rt)
                 with src.cursor() as cur:
                     cur.execute("UPDATE t SET v = v + 10")
                 sync(rt, until_caught_up=True)

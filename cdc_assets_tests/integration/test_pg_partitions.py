@@ -6,9 +6,8 @@ import pytest
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.engine.snapshot import snapshot_splits
 from cdc_assets.errors import ConfigError
-from cdc_assets_tests.support import config_for, fetch_rows, source_database
+from cdc_assets_tests.support import config_for, fetch_rows, snapshot_all, source_database
 
 SEED = [
     "CREATE SCHEMA app",
@@ -47,13 +46,8 @@ def source(servers, unique_name):
 
 
 @pytest.fixture
-def target(servers, unique_name):
-    name = f"{unique_name}_tgt"
-    servers.postgres.create_database(name)
-    conn = servers.postgres.connect(name)
-    conn.autocommit = True
-    yield name, conn
-    conn.close()
+def target(pg_target):
+    return pg_target
 
 
 def runtime(tmp_path, servers, source, target, tables: list[str]) -> TaskRuntime:
@@ -73,8 +67,7 @@ def test_partitioned_table_and_a_named_leaf_lose_no_change(tmp_path, servers, sp
     rt = runtime(tmp_path, servers, source, target, ["app.orders", "app.events_a"])
     rt.adopt_spark(spark)
     try:
-        for tp in ensure_plans(rt):
-            snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+        snapshot_all(rt)
         execute(source[1], CHANGES)
 
         report = sync(rt, until_caught_up=True)

@@ -37,12 +37,8 @@ def source_table(request, servers, unique_name):
 
 
 @pytest.fixture
-def target_db(servers, unique_name):
-    name = f"{unique_name}_tgt"
-    servers.postgres.create_database(name)
-    conn = servers.postgres.connect(name)
-    yield name, conn
-    conn.close()
+def target_db(pg_target):
+    return pg_target
 
 
 def make_runtime(tmp_path, servers, spark, source_table, target_db, resumer=None, hooks=None):

@@ -13,7 +13,7 @@ from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import PhaseHooks, TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
 from cdc_assets.sources.postgres.replication import slot_name, slot_state
-from cdc_assets_tests.support import config_for, fetch_rows, source_database
+from cdc_assets_tests.support import config_for, fetch_rows, snapshot_all, source_database
 
 ROWS = 300
 
@@ -65,8 +65,7 @@ def test_added_table_joins_from_its_snapshot_and_removed_table_stops(tmp_path, s
 
     with source_database(servers, kind, unique_name, seed(ns, kind)) as src:
         rt = runtime(["a"])
-        for tp in ensure_plans(rt):
-            snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+        snapshot_all(rt)
         sync(rt, until_caught_up=True)
         rt.close(stop_spark=False)
 
