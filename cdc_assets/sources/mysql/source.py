@@ -11,6 +11,7 @@ from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, qualified, quote_ident
 from cdc_assets.dbapi.jdbc import mysql_jdbc
+from cdc_assets.dbapi.mysql_flavour import detect
 from cdc_assets.errors import SourceSetupError, TableError
 from cdc_assets.sources.base import KeyStats, SqlKeyProbes, resolve_key
 from cdc_assets.sources.mysql import types
@@ -34,10 +35,7 @@ class MysqlSource(SqlKeyProbes):
     def __init__(self, url: DbUrl) -> None:
         self.url = url
         self.conn = connect(url, database="")
-        with self.conn.cursor() as cur:
-            cur.execute("SELECT VERSION()")
-            self.version = cur.fetchone()[0]
-        self.is_mariadb = "mariadb" in self.version.lower()
+        self.flavour = detect(self.conn)
 
     def quote(self, name: str) -> str:
         return quote_ident("mysql", name)
@@ -69,7 +67,7 @@ class MysqlSource(SqlKeyProbes):
         return resolve_key(table, columns, pk, split_column, lambda c: self._is_unique(table, c))
 
     def _json_columns(self, table: TableId) -> set[str]:
-        if not self.is_mariadb:
+        if not self.flavour.mariadb:
             return set()
         with self.conn.cursor() as cur:
             cur.execute(
@@ -98,17 +96,15 @@ class MysqlSource(SqlKeyProbes):
         return None
 
     def current_position(self) -> MysqlPosition:
+        statement = self.flavour.binlog_status_sql
         with self.conn.cursor() as cur:
-            cur.execute("SHOW MASTER STATUS")
+            cur.execute(statement)
             row = cur.fetchone()
             if row is None:
-                raise SourceSetupError(f"SHOW MASTER STATUS returned nothing on {self.url}", "enable the binlog (--log-bin)")
-            gtid = ""
-            if self.is_mariadb:
-                cur.execute("SELECT @@gtid_binlog_pos")
-                gtid = cur.fetchone()[0] or ""
-            elif len(row) >= 5:
-                gtid = row[4] or ""
+                raise SourceSetupError(f"{statement} returned nothing on {self.url} ({self.flavour})",
+                                       "enable the binlog (--log-bin)")
+            cur.execute(self.flavour.gtid_executed_sql)
+            gtid = cur.fetchone()[0] or ""
         return MysqlPosition(row[0], int(row[1]), gtid.replace("\n", ""))
 
     def key_stats(self, schema: TableSchema, kind: str) -> KeyStats:
