@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 import yaml
 
 from cdc_assets.config import TaskConfig, load_config
@@ -15,6 +17,11 @@ def endpoint(servers, db_type: str, database: str) -> dict:
     server = servers.mariadb if db_type == "mysql" else servers.postgres
     url = server.url(database) if db_type == "postgres" else server.url()
     return {"db_type": db_type, "url": url}
+
+MYSQL8_URL = os.environ.get("CDC_TEST_MYSQL8_URL", "")
+mysql8 = pytest.mark.skipif(
+    not MYSQL8_URL, reason="CDC_TEST_MYSQL8_URL not set: no MySQL 8 server on this machine (Debian ships MariaDB only); "
+    "set it to a MySQL 8.0/8.4 URL with binlog on, e.g. the one docker/compose.yaml starts")
 
 
 def write_config(tmp_path: Path, servers, *, task_id: str, source: str, source_db: str, tables: list[str],
