@@ -121,7 +121,7 @@ def snapshot_empty(config: Path, spark):
             snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
         return rt.spark
     finally:
-        rt.close(stop_spark=False)
+        rt.close()
 
 
 def log_end(d: Direction):

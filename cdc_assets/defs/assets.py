@@ -5,7 +5,7 @@ import dagster as dg
 from cdc_assets.config import TaskConfig
 from cdc_assets.core.tables import TableId
 from cdc_assets.defs.names import asset_key, partitions_def
-from cdc_assets.defs.resources import CdcTask
+from cdc_assets.defs.resources import CdcTask, TaskSpark
 from cdc_assets.engine.snapshot import SplitResult, snapshot_splits
 from cdc_assets.errors import CdcError
 
@@ -21,8 +21,9 @@ def table_asset(config: TaskConfig, table: TableId) -> dg.AssetsDefinition:
         kinds={"spark", config.source.db_type},
         metadata={"source_table": str(table), "target": str(config.target.db_url)},
     )
-    def _snapshot(context: dg.AssetExecutionContext, cdc_task: CdcTask) -> dg.MaterializeResult:
+    def _snapshot(context: dg.AssetExecutionContext, cdc_task: CdcTask, pyspark: TaskSpark) -> dg.MaterializeResult:
         try:
+            cdc_task.runtime.adopt_spark(pyspark.spark_session, started=pyspark.started)
             results = snapshot_splits(cdc_task.runtime, table, list(context.partition_keys))
         except CdcError as exc:
             raise dg.Failure(description=str(exc)) from None

@@ -6,7 +6,7 @@ import dagster as dg
 from cdc_assets.config import TaskConfig
 from cdc_assets.defs.assets import table_asset
 from cdc_assets.defs.incremental import incremental_job, incremental_sensor
-from cdc_assets.defs.resources import CdcTask
+from cdc_assets.defs.resources import CdcTask, task_spark
 from cdc_assets.defs.sensors import split_planner_sensor
 
 
@@ -17,5 +17,5 @@ def build_definitions(config: TaskConfig, config_path: str) -> dg.Definitions:
         assets=assets,
         jobs=[job],
         sensors=[split_planner_sensor(config, config_path), incremental_sensor(config, config_path, job)],
-        resources={"cdc_task": CdcTask(config_path=config_path)},
+        resources={"cdc_task": CdcTask(config_path=config_path), "pyspark": task_spark(config)},
     )

@@ -12,7 +12,7 @@ from cdc_assets.core.splits import SplitPlan
 from cdc_assets.defs.build import build_definitions
 from cdc_assets.defs.names import asset_key
 from cdc_assets.defs.partitions import register
-from cdc_assets.defs.resources import CdcTask
+from cdc_assets.defs.resources import CdcTask, task_spark
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 
@@ -65,7 +65,7 @@ def run_snapshot(config: TaskConfig, config_path: str, instance: dg.DagsterInsta
         runtime.close()
 
     defs = build_definitions(config, config_path)
-    resources = {"cdc_task": CdcTask(config_path=config_path, stop_spark_on_teardown=False)}
+    resources = {"cdc_task": CdcTask(config_path=config_path), "pyspark": task_spark(config, stop_on_teardown=False)}
     reports = []
     try:
         for plan in plans:

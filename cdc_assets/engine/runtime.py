@@ -37,6 +37,7 @@ class TaskRuntime:
         self.hooks = hooks or PhaseHooks()
         self.plans = PlanStore(config.data_dir, config.task_id)
         self._spark = None
+        self._owns_spark = False
 
     @cached_property
     def source(self) -> Source:
@@ -74,21 +75,26 @@ class TaskRuntime:
         if self._spark is None:
             from cdc_assets.spark.session import build_session, warm_up  # Spark starts in seconds: only when reading
 
-            self._spark, started = build_session(self.config.spark, app_name=f"cdc_assets:{self.config.task_id}")
-            if started:
+            self._spark, self._owns_spark = build_session(self.config.spark, app_name=f"cdc_assets:{self.config.task_id}")
+            if self._owns_spark:
                 warm_up(self._spark, self.source.jdbc())
         return self._spark
 
-    def adopt_spark(self, session) -> None:
-        """Share a session someone else owns (tests, the Dagster resource) instead of starting one."""
-        self._spark = session
+    def adopt_spark(self, session, started: bool = False) -> None:
+        """Use a session someone else owns (tests, the Dagster resource) instead of starting one; `started`: it is
+        new, so its first-job costs are paid here, before the first split's read."""
+        self._spark, self._owns_spark = session, False
+        if started:
+            from cdc_assets.spark.session import warm_up
 
-    def close(self, stop_spark: bool = True) -> None:
+            warm_up(session, self.source.jdbc())
+
+    def close(self) -> None:
         self.reconnect()
         self.__dict__.pop("log", None)
-        if self._spark is not None and stop_spark:
+        if self._spark is not None and self._owns_spark:
             self._spark.stop()
-        self._spark = None
+        self._spark, self._owns_spark = None, False
 
     def reconnect(self) -> None:
         """Close the source, sink and position store; they reopen on next use (after a lost connection)."""

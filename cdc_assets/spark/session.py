@@ -16,9 +16,29 @@ _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 _JVM_OPTIONS = f"-Duser.timezone=UTC -Dlog4j2.configurationFile={_LOG_CONFIG}"
 
 
-def build_session(config: SparkConfig, app_name: str = "cdc_assets") -> tuple[SparkSession, bool]:
+def spark_settings(config: SparkConfig, app_name: str = "cdc_assets") -> dict[str, str]:
+    """Every setting of the task's session, as one flat dict: what dagster-pyspark's resource shows in the UI."""
+    settings = {
+        "spark.master": config.master,
+        "spark.app.name": app_name,
+        "spark.jars": ",".join(config.jars),
+        "spark.driver.memory": config.driver_memory,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.extraJavaOptions": _JVM_OPTIONS,
+        "spark.executor.extraJavaOptions": _JVM_OPTIONS,
+        "spark.sql.shuffle.partitions": "4",
+        # Spark pads CHAR(n) reads to n; values must arrive as the source returns them.
+        "spark.sql.legacy.charVarcharAsString": "true",
+    }
+    return {**settings, **{key: str(value) for key, value in config.conf.items()}}
+
+
+def start_session(settings: dict[str, str]) -> tuple[SparkSession, bool]:
     """The session, and whether it was started now (False: an already running one was reused)."""
-    missing = [j for j in config.jars if not Path(j).is_file()]
+    jars = [j for j in settings.get("spark.jars", "").split(",") if j]
+    missing = [j for j in jars if not Path(j).is_file()]
     if missing:
         raise ConfigError(
             f"spark.jars lists files that do not exist: {missing}",
@@ -26,25 +46,17 @@ def build_session(config: SparkConfig, app_name: str = "cdc_assets") -> tuple[Sp
     # Workers must run this interpreter (the one with pyarrow), not whatever python3 is first on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # local mode talks to itself over loopback
-    builder = (
-        SparkSession.builder.master(config.master).appName(app_name)
-        .config("spark.jars", ",".join(config.jars))
-        .config("spark.driver.memory", config.driver_memory)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraJavaOptions", _JVM_OPTIONS)
-        .config("spark.executor.extraJavaOptions", _JVM_OPTIONS)
-        .config("spark.sql.shuffle.partitions", "4")
-        # Spark pads CHAR(n) reads to n; values must arrive as the source returns them.
-        .config("spark.sql.legacy.charVarcharAsString", "true")
-    )
-    for key, value in config.conf.items():
+    builder = SparkSession.builder
+    for key, value in settings.items():
         builder = builder.config(key, value)
     started = SparkContext._active_spark_context is None  # getOrCreate has no public "did I create it"
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session, started
+
+
+def build_session(config: SparkConfig, app_name: str = "cdc_assets") -> tuple[SparkSession, bool]:
+    return start_session(spark_settings(config, app_name))
 
 
 def warm_up(session: SparkSession, endpoint: JdbcEndpoint) -> None:

@@ -131,7 +131,7 @@ def crash_and_resume(rt, plans, path, env, writer: "Writer", phase: str, exactly
         else:
             for tp in plans:
                 snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
-        rt.close(stop_spark=False)
+        rt.close()
         time.sleep(2)  # a backlog for the catch-up
         if phase == "catch_up":
             killed_by_itself(cli(path, env, "sync", crash="incremental.after_commit:3"))

@@ -64,7 +64,7 @@ def test_excluded_columns_stay_out_of_the_snapshot_and_the_log(tmp_path, servers
                 cur.execute(f"UPDATE {source_sql} SET odd = NULL WHERE id = 1")
             sync(rt, until_caught_up=True)
         finally:
-            rt.close(stop_spark=False)
+            rt.close()
     tgt = servers.postgres.connect(target_db)
     with tgt.cursor() as cur:
         cur.execute("SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = 't' "
@@ -112,7 +112,7 @@ def test_a_nul_in_mysql_text_stops_a_postgres_target_naming_the_row(tmp_path, se
                     cur.execute(nul_row)
                 sync(rt, until_caught_up=True)
         finally:
-            rt.close(stop_spark=False)
+            rt.close()
     tgt = servers.postgres.connect(target_db)
     with tgt.cursor() as cur:
         cur.execute(f'SELECT id FROM "{unique_name}".t ORDER BY id')
@@ -159,7 +159,7 @@ def test_mysql_spatial_values_land_in_postgis_with_their_srid(tmp_path, servers,
                 cur.execute("UPDATE t SET p = ST_GeomFromText('POINT(3 4)', 2154) WHERE id = 2")
             sync(rt, until_caught_up=True)
         finally:
-            rt.close(stop_spark=False)
+            rt.close()
         with src.cursor() as cur:
             cur.execute("SELECT id, ST_SRID(g), HEX(ST_AsBinary(g)), ST_SRID(p), HEX(ST_AsBinary(p)) FROM t ORDER BY id")
             expected = [tuple(v.lower() if isinstance(v, str) else v for v in row) for row in cur.fetchall()]
@@ -194,7 +194,7 @@ def test_postgis_columns_keep_their_type_and_values_postgres_to_postgres(tmp_pat
                 cur.execute("UPDATE app.t SET gu = 'SRID=2154;POINT(5 6)' WHERE id = 1")
             sync(rt, until_caught_up=True)
         finally:
-            rt.close(stop_spark=False)
+            rt.close()
         query = ("SELECT id, g::text, gg::text, gu::text, format_type(a.atttypid, a.atttypmod) FROM app.t, pg_attribute a "
                  "WHERE a.attrelid = 'app.t'::regclass AND a.attname = 'g' ORDER BY id")
         with src.cursor() as cur:
@@ -224,7 +224,7 @@ def test_postgis_columns_land_in_mysql_as_their_hex_ewkb(tmp_path, servers, spar
                 cur.execute("UPDATE app.t SET gg = 'POINT(5 6)' WHERE id = 2")
             sync(rt, until_caught_up=True)
         finally:
-            rt.close(stop_spark=False)
+            rt.close()
         with src.cursor() as cur:
             cur.execute("SELECT id, g::text, gg::text FROM app.t ORDER BY id")
             expected = cur.fetchall()

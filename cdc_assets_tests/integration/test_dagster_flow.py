@@ -7,7 +7,7 @@ import dagster as dg
 from cdc_assets.config import load_config
 from cdc_assets.defs.build import build_definitions
 from cdc_assets.defs.names import asset_key, partitions_name
-from cdc_assets.defs.resources import CdcTask
+from cdc_assets.defs.resources import CdcTask, TaskSpark, task_spark
 from cdc_assets_tests.support import fetch_rows, write_config
 
 
@@ -52,7 +52,7 @@ def test_failed_split_stays_unmaterialized_until_rerun(tmp_path, servers, unique
     defs = build_definitions(config, str(path))
     key = asset_key("dg_flow", config.source.table_ids[0])
     asset = defs.get_assets_def(key)
-    resources = {"cdc_task": CdcTask(config_path=str(path), stop_spark_on_teardown=False)}
+    resources = {"cdc_task": CdcTask(config_path=str(path)), "pyspark": task_spark(config)}
     with dg.instance_for_test() as instance:
         planned = defs.get_sensor_def("dg_flow_split_planner")(dg.build_sensor_context(instance=instance, definitions=defs))
         [request] = planned.dynamic_partitions_requests
@@ -84,7 +84,7 @@ def test_incremental_sensor_waits_for_every_split_then_launches_once(tmp_path, s
     table = config.source.table_ids[0]
     asset = defs.get_assets_def(asset_key("dg_flow", table))
     launcher = defs.get_sensor_def("dg_flow_incremental_launcher")
-    resources = {"cdc_task": CdcTask(config_path=str(path), stop_spark_on_teardown=False)}
+    resources = {"cdc_task": CdcTask(config_path=str(path)), "pyspark": task_spark(config)}
     with dg.instance_for_test() as instance:
         def tick():
             return launcher(dg.build_sensor_context(instance=instance, definitions=defs))
@@ -132,3 +132,55 @@ def test_incremental_sensor_waits_for_every_split_then_launches_once(tmp_path, s
     assert [r for r in target_rows if r[0] != 400] == source_rows and len(target_rows) == len(source_rows) + 1
     src.close()
     tgt.close()
+
+
+def test_spark_is_dagster_pysparks_resource_asked_for_by_the_snapshot_only(tmp_path, servers, unique_name):
+    from dagster_pyspark import PySparkResource
+
+    from cdc_assets.defs.incremental import job_name
+
+    path, src, _ = setup_task(tmp_path, servers, unique_name)
+    src.close()
+    config = load_config(path)
+    defs = build_definitions(config, str(path))
+    resource = defs.resources["pyspark"]
+    assert isinstance(resource, TaskSpark) and isinstance(resource, PySparkResource)
+    # The UI shows spark_config: the local driver jars and the task's own settings are in it, as files.
+    assert resource.spark_config["spark.master"] == "local[2]"
+    assert all(jar.startswith("/") for jar in resource.spark_config["spark.jars"].split(","))
+    asset = defs.get_assets_def(asset_key("dg_flow", config.source.table_ids[0]))
+    assert "pyspark" in asset.required_resource_keys
+    incremental = defs.get_job_def(job_name("dg_flow"))
+    assert "pyspark" not in incremental.required_resource_keys
+
+
+def test_a_run_stops_the_session_it_started_and_only_that(spark):
+    from cdc_assets.config import SparkConfig
+    from cdc_assets.spark.session import spark_settings
+
+    settings = spark_settings(SparkConfig(master="local[1]", driver_memory="512m"))
+    reused = TaskSpark(spark_config=settings)
+    with dg.build_resources({"pyspark": reused}) as resources:
+        assert resources.pyspark.spark_session is spark and not resources.pyspark.started
+    assert spark.sparkContext._jsc is not None  # the session fixture's Spark still runs
+    assert spark.range(3).count() == 3
+
+
+def test_a_run_that_started_spark_stops_it(tmp_path):
+    import subprocess
+    import sys
+
+    script = """
+import dagster as dg
+from pyspark import SparkContext
+from cdc_assets.config import SparkConfig
+from cdc_assets.defs.resources import TaskSpark
+from cdc_assets.spark.session import spark_settings
+
+with dg.build_resources({"pyspark": TaskSpark(spark_config=spark_settings(SparkConfig(master="local[1]")))}) as r:
+    assert r.pyspark.started and r.pyspark.spark_session.range(5).count() == 5
+print("after run:", SparkContext._active_spark_context)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "after run: None" in done.stdout

@@ -170,7 +170,7 @@ def test_exactly_once_holds_a_transaction_in_parts_that_committed_while_the_snap
                 snapshot_splits(rt, plan.plan.table, [split.id])
             report = sync(rt, until_caught_up=True)
         finally:
-            rt.close(stop_spark=False)
+            rt.close()
         assert fired and (report.skipped, report.events) == (2000 + 50, 0)
         assert_same(conn, t, tgt, table("postgres", unique_name))
     tgt.close()

@@ -146,7 +146,7 @@ def test_sync_applies_every_change_and_checkpoints(tmp_path, servers, spark, sou
         nothing = sync(rt, until_caught_up=True)
         assert nothing.events == 0
     finally:
-        rt.close(stop_spark=False)
+        rt.close()
     if resumer["resume_type"] == "from_target":
         with target.conn.cursor() as cur:
             cur.execute("SELECT position_data FROM cdc_assets_meta.task_position WHERE resumer_type = 'CdcDoing' "
@@ -193,7 +193,7 @@ def test_a_value_a_lenient_mysql_target_cannot_hold_stops_the_task(tmp_path, ser
                         cur.execute(big)
                     sync(rt, until_caught_up=True)
         finally:
-            rt.close(stop_spark=False)
+            rt.close()
     try:
         written = fetch_rows(lenient_target, f"(SELECT id, CAST(n AS CHAR) FROM `{ns}`.wide) AS t", "1")
         # The failed split commits nothing; a failed batch leaves the snapshot's row as it was.

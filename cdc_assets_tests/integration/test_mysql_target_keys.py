@@ -49,7 +49,7 @@ def test_text_keys_the_source_keeps_apart_stay_apart_in_snapshot_and_log(tmp_pat
                 want = sorted(cur.fetchall())
             sync(rt, until_caught_up=True)
         finally:
-            rt.close(stop_spark=False)
+            rt.close()
         assert mysql_rows(servers, ns, "k", "id, v") == want
 
 
@@ -67,7 +67,7 @@ def test_existing_target_table_with_a_merging_key_collation_is_refused(tmp_path,
             with pytest.raises(TableError, match=rf"key column 'id' of target table {ns}.k .* utf8mb4_general_ci"):
                 ensure_plans(rt)
         finally:
-            rt.close(stop_spark=False)
+            rt.close()
 
 
 def test_nullable_timestamps_stay_nullable_with_explicit_defaults_off(tmp_path, servers, mariadb_target, spark,
@@ -89,7 +89,7 @@ def test_nullable_timestamps_stay_nullable_with_explicit_defaults_off(tmp_path, 
                     cur.execute("UPDATE t SET v = v + 10")
                 sync(rt, until_caught_up=True)
             finally:
-                rt.close(stop_spark=False)
+                rt.close()
         with admin.cursor() as cur:
             cur.execute(f"SELECT id, v, t1, t2 FROM `{unique_name}`.t ORDER BY id")
             got = cur.fetchall()

@@ -76,7 +76,7 @@ def test_partitioned_table_and_a_named_leaf_lose_no_change(tmp_path, servers, sp
         assert fetch_rows(target[1], '"app"."events_a"', "id") == fetch_rows(source[1], "app.events_a", "id")
         assert report.per_table["app.orders"] > 0 and report.per_table["app.events_a"] > 0
     finally:
-        rt.close(stop_spark=False)
+        rt.close()
 
 
 def test_a_partitioned_table_and_its_own_partition_are_refused(tmp_path, servers, source, target):

@@ -32,7 +32,7 @@ def test_replan_then_snapshot_removes_rows_deleted_at_the_source(tmp_path, serve
             [tp] = ensure_plans(rt, replan=True)
             snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
         finally:
-            rt.close(stop_spark=False)
+            rt.close()
         tgt = servers.postgres.connect(target)
         assert sorted(fetch_rows(tgt, f'"{unique_name}".t', "id")) == sorted(fetch_rows(src, "t", "id"))
         tgt.close()

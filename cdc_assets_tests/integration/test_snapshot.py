@@ -65,7 +65,7 @@ def test_snapshot_copies_every_row_exactly(tmp_path, servers, spark, source_tabl
         ids = [s.id for s in tp.plan.splits]
         results = snapshot_splits(rt, tp.plan.table, ids[:3]) + snapshot_splits(rt, tp.plan.table, ids[3:])
     finally:
-        rt.close(stop_spark=False)
+        rt.close()
     assert sum(r.rows for r in results) == ROWS and not any(r.skipped for r in results)
     source_sql = f"`{db}`.items" if kind == "mysql" else "app.items"
     assert target_rows(target_db, table) == fetch_rows(conn, source_sql, "id")
@@ -88,14 +88,14 @@ def test_finished_splits_are_not_read_again(tmp_path, servers, spark, source_tab
         ids = [s.id for s in tp.plan.splits]
         snapshot_splits(rt, tp.plan.table, ids[:2])
     finally:
-        rt.close(stop_spark=False)
+        rt.close()
 
     rt = make_runtime(tmp_path, servers, spark, source_table, target_db, resumer)  # as after a restart
     try:
         results = snapshot_splits(rt, tp.plan.table, ids)
         records = rt.resumer.records()
     finally:
-        rt.close(stop_spark=False)
+        rt.close()
     assert [r.split_id for r in results if r.skipped] == ids[:2]
     doing = {r.position_key: r.position_data for r in records if r.resumer_type == "SnapshotDoing"}
     finished = {r.position_key: r.position_data for r in records if r.resumer_type == "SnapshotFinished"}
@@ -133,7 +133,7 @@ def test_watermarks_bracket_writes_made_during_the_read(tmp_path, servers, spark
         snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
         finished = rt.resumer.finished()
     finally:
-        rt.close(stop_spark=False)
+        rt.close()
     first_group = finished[tp.plan.splits[0].id].position_data
     low = position_from_json(first_group["low_watermark"])
     high = position_from_json(first_group["high_watermark"])
@@ -178,7 +178,7 @@ def test_snapshot_survives_a_concurrent_writer(tmp_path, servers, spark, source_
     finally:
         stop.set()
         thread.join()
-        rt.close(stop_spark=False)
+        rt.close()
         writer_conn.close()
     assert writes["n"] > 0 and len(results) == len(tp.plan.splits) == len(finished)
     untouched = lambda rows: [r for r in rows if r[0] % 7 != 0 and r[0] <= ROWS]  # noqa: E731

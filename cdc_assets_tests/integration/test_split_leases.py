@@ -52,7 +52,7 @@ def test_second_run_of_a_split_waits_for_the_first_and_never_reads_it_again(tmp_
         rt_c = runtime(timeout=0)
         with pytest.raises(SplitBusy, match=f"split {first} is being snapshotted by another run"):
             snapshot_splits(rt_c, tp.plan.table, [first])
-        rt_c.close(stop_spark=False)
+        rt_c.close()
 
         let_a_go.set()
         a.join(600)
@@ -67,8 +67,8 @@ def test_second_run_of_a_split_waits_for_the_first_and_never_reads_it_again(tmp_
         tgt = servers.postgres.connect(target)
         assert fetch_rows(tgt, f'"{unique_name}".items', "id") == fetch_rows(src, "items", "id")
         tgt.close()
-        rt_a.close(stop_spark=False)
-        rt_b.close(stop_spark=False)
+        rt_a.close()
+        rt_b.close()
 
 
 def test_staging_tables_of_long_names_sharing_a_prefix_do_not_collide():

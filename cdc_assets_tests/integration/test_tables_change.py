@@ -67,7 +67,7 @@ def test_added_table_joins_from_its_snapshot_and_removed_table_stops(tmp_path, s
         rt = runtime(["a"])
         snapshot_all(rt)
         sync(rt, until_caught_up=True)
-        rt.close(stop_spark=False)
+        rt.close()
 
         # b enters the config: not planned yet, the log phase goes on for a and says b waits.
         write(src, changes(ns, "a", 1) + changes(ns, "b", 1))
@@ -79,7 +79,7 @@ def test_added_table_joins_from_its_snapshot_and_removed_table_stops(tmp_path, s
         # b is planned and half of it snapshotted; the others sync meanwhile, past b's low watermarks.
         rounds = iter(range(20, 40))  # one round of b changes after each group's high watermark
         after_high = PhaseHooks(after_high=lambda ids: write(src, changes(ns, "b", next(rounds))))
-        rt.close(stop_spark=False)
+        rt.close()
         rt = runtime(["a", "b"], hooks=after_high)
         plan_b = {tp.plan.table: tp.plan for tp in ensure_plans(rt)}[TableId(ns, "b")]
         splits = [s.id for s in plan_b.splits]
@@ -111,7 +111,7 @@ def test_added_table_joins_from_its_snapshot_and_removed_table_stops(tmp_path, s
         assert rt.resumer.checkpoint().ahead == {}
         again = sync(rt, until_caught_up=True)
         assert again.events == 0 and again.joined == []
-        rt.close(stop_spark=False)
+        rt.close()
 
         # a leaves the config: its changes are no longer applied, b's still are.
         a_before = rows(tgt, ns, "a")
@@ -124,5 +124,5 @@ def test_added_table_joins_from_its_snapshot_and_removed_table_stops(tmp_path, s
         assert rows(tgt, ns, "b") == rows(src, ns, "b")
         assert rt.plans.load(TableId(ns, "a")) is None
         assert set(rt.resumer.schemas(rt.resumer.checkpoint().schema_version)) == {TableId(ns, "b")}
-        rt.close(stop_spark=False)
+        rt.close()
     tgt.close()

@@ -176,7 +176,7 @@ def snapshot(tmp_path, servers, spark, kind, db, table, target_kind, target_db, 
         [tp] = ensure_plans(rt)
         results = snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
     except BaseException:
-        rt.close(stop_spark=False)
+        rt.close()
         raise
     assert sum(r.rows for r in results) == rows
     return rt
@@ -275,7 +275,7 @@ def test_values_survive_the_snapshot_and_the_log(tmp_path, servers, mariadb_targ
             report = sync(rt, until_caught_up=True)
             assert report.events >= len(rows)
         finally:
-            rt.close(stop_spark=False)
+            rt.close()
         written = texts(tgt, target_kind, namespace, name)
         n = len(rows)
         differ = [f"row {i} ({via}) column {c}: {got!r}, the snapshot wrote {want!r}"
@@ -309,7 +309,7 @@ def test_an_infinite_timestamp_stops_a_mysql_target(tmp_path, servers, spark, un
                         cur.execute(infinite)
                     sync(rt, until_caught_up=True)
             finally:
-                rt.close(stop_spark=False)
+                rt.close()
         written = texts(tgt, "mysql", "app", "inf_t")
         assert 2 not in written
         if path == "log":  # the snapshot's row stays as it was
