@@ -6,20 +6,16 @@ from functools import cached_property
 from typing import Callable
 
 from cdc_assets.config import DbResumer, LogResumer, SqliteResumer, TargetResumer, TaskConfig
+from cdc_assets.core.log import Log
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.engine.plans import PlanStore
+from cdc_assets.engine.registry import sink_factory, source_engine
 from cdc_assets.resumer.logfile import PositionLog
 from cdc_assets.resumer.resumer import Resumer
 from cdc_assets.resumer.sql import SqlPositionStore
 from cdc_assets.resumer.sqlite import SqlitePositionStore
 from cdc_assets.sinks.base import SqlSink
-from cdc_assets.sinks.mysql import MysqlSink
-from cdc_assets.sinks.postgres import PostgresSink
 from cdc_assets.sources.base import Source
-from cdc_assets.sources.mysql.log import MysqlLog
-from cdc_assets.sources.mysql.source import MysqlSource
-from cdc_assets.sources.postgres.log import PostgresLog
-from cdc_assets.sources.postgres.source import PostgresSource
 
 
 @dataclass
@@ -42,18 +38,17 @@ class TaskRuntime:
     @cached_property
     def source(self) -> Source:
         url = self.config.source.db_url
-        return MysqlSource(url) if url.db_type == "mysql" else PostgresSource(url)
+        return source_engine(url.db_type).snapshot(url)
 
     @cached_property
-    def log(self) -> MysqlLog | PostgresLog:
+    def log(self) -> Log:
         url = self.config.source.db_url
-        return (MysqlLog if url.db_type == "mysql" else PostgresLog)(url, self.config.task_id)
+        return source_engine(url.db_type).log(url, self.config.task_id)
 
     @cached_property
     def sink(self) -> SqlSink:
         url = self.config.target.db_url
-        cls = MysqlSink if url.db_type == "mysql" else PostgresSink
-        return cls(url, self.config.source.db_type)
+        return sink_factory(url.db_type)(url, self.config.source.db_type)
 
     @cached_property
     def resumer(self) -> Resumer:

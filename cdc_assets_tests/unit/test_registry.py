@@ -1,0 +1,24 @@
+"""The registry names what it cannot serve instead of falling through to another engine."""
+import pytest
+
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.engine.registry import sink_factory, source_engine
+from cdc_assets.errors import ConfigError
+from cdc_assets.sinks.postgres import PostgresSink
+from cdc_assets.sources.mysql.log import MysqlLog
+from cdc_assets.sources.postgres.source import PostgresSource
+
+
+def test_each_db_type_gets_its_own_classes():
+    assert source_engine("mysql").log is MysqlLog
+    assert source_engine("postgres").snapshot is PostgresSource
+    assert sink_factory("postgres") is PostgresSink
+
+
+def test_a_url_of_an_engine_without_classes_is_refused_by_name():
+    url = DbUrl.parse("mongodb://u:secret@127.0.0.1:27017/shop")
+    with pytest.raises(ConfigError, match="no source for db_type 'mongo'") as raised:
+        source_engine(url.db_type)
+    assert "secret" not in str(raised.value)
+    with pytest.raises(ConfigError, match="no target for db_type 'mongo'"):
+        sink_factory(url.db_type)
