@@ -32,7 +32,7 @@ def collection(client: MongoClient, table: TableId) -> Collection:
     return client[table.namespace][table.name]
 
 
-def _scope(client: MongoClient, tables: list[TableId]):
+def stream_scope(client: MongoClient, tables: list[TableId]):
     """One database's stream when all tables share it (needs privileges on that database only), else the
     deployment's; filtered to the captured collections and the events that end them."""
     databases = {t.namespace for t in tables}
@@ -45,7 +45,7 @@ def _scope(client: MongoClient, tables: list[TableId]):
 
 
 @contextmanager
-def _history_kept(tables: list[TableId], position: object) -> Iterator[None]:
+def history_kept(tables: list[TableId], position: object) -> Iterator[None]:
     try:
         yield
     except OperationFailure as exc:
@@ -64,7 +64,7 @@ def open_stream(client: MongoClient, tables: list[TableId], *, resume_after: Mon
                 before_images: bool = False, batch_size: int | None = None) -> ChangeStream:
     """A change stream over the captured collections, resumed after a position or started at a cluster time.
     `before_images` asks for fullDocumentBeforeChange (the collections need changeStreamPreAndPostImages)."""
-    target, pipeline = _scope(client, tables)
+    target, pipeline = stream_scope(client, tables)
     options: dict = {"full_document": None if full_document == "default" else full_document,
                      "batch_size": batch_size}
     if before_images:
@@ -73,13 +73,13 @@ def open_stream(client: MongoClient, tables: list[TableId], *, resume_after: Mon
         options["resume_after"] = {"_data": resume_after.resume_token}
     elif start_at is not None:
         options["start_at_operation_time"] = Timestamp(*start_at)
-    with _history_kept(tables, resume_after or start_at):
+    with history_kept(tables, resume_after or start_at):
         return target.watch(pipeline, **options)
 
 
 def next_event(stream: ChangeStream, tables: list[TableId], position: object) -> dict | None:
     """The next event, or None when the stream has nothing now (then `high_water(stream)` tells how far it got)."""
-    with _history_kept(tables, position):
+    with history_kept(tables, position):
         return stream.try_next()
 
 
