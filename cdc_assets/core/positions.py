@@ -62,7 +62,8 @@ class MongoPosition:
     the cluster time (type byte 0x82, then the Timestamp's 8 bytes big-endian) and goes on with the transaction's
     operation index and the document key, so event tokens and high-water-mark tokens (postBatchResumeToken) sort
     in event order ("Resume Tokens", https://www.mongodb.com/docs/manual/changeStreams/#resume-tokens). Tokens of
-    the 3.6 BinData form are not accepted: they do not sort.
+    the 3.6 BinData form are not accepted: they do not sort. (The head, cluster time first, is the same in every
+    hex token version, so tokens of different versions still order by cluster time.)
     """
 
     resume_token: str  # upper-case hex, as the server emits it
@@ -71,7 +72,7 @@ class MongoPosition:
     def __post_init__(self) -> None:
         try:
             raw = bytes.fromhex(self.resume_token)
-        except ValueError:
+        except (TypeError, ValueError):  # a 3.6-era BinData token is bytes, not text
             raw = b""
         if not raw or raw[0] != _KEYSTRING_TIMESTAMP:
             raise ValueError(f"resume token {self.resume_token[:40]!r} is not a hex KeyString _data "

@@ -20,8 +20,8 @@ from cdc_assets_tests.unit.mongo_samples import DOCS_INSERT, event, in_txn, toke
 USERS = TableId("engineering", "users")
 ALICE = ObjectId("58a4eb4a30c75625e00d2820")  # update.txt
 DELETED = ObjectId("599af247bb69cd89961c986d")  # delete.txt
-FIELDS = parse_collection("engineering.users", {"fields": {"_id": "string", "name": "string", "userName": "string",
-                                                            "email": "string", "phoneNumber": "string"}})
+FIELDS = parse_collection("engineering.users", {"fields": {
+    "_id": "objectid", "name": "string", "userName": "string", "email": "string", "phoneNumber": "string"}})
 WHOLE = parse_collection("engineering.users", {})
 SPECS = {USERS: FIELDS}
 
@@ -77,9 +77,9 @@ def test_an_update_without_full_document_is_partial_when_it_touches_only_declare
 
 @pytest.mark.parametrize("spec, description, named", [
     (WHOLE, UPDATE["updateDescription"], "the whole document"),
-    (parse_collection("engineering.users", {"fields": {"_id": "string", "vacation_time": "json"}}),
+    (parse_collection("engineering.users", {"fields": {"_id": "objectid", "vacation_time": "json"}}),
      UPDATE["updateDescription"], "vacation_time"),
-    (parse_collection("engineering.users", {"fields": {"_id": "string", "address": "json"}}),
+    (parse_collection("engineering.users", {"fields": {"_id": "objectid", "address": "json"}}),
      {"updatedFields": {"address.city": "Palermo"}, "removedFields": []}, "address.city"),
 ])
 def test_an_update_that_cannot_be_written_without_its_document_is_refused(spec, description, named):

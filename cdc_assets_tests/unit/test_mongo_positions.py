@@ -2,6 +2,7 @@
 import json
 
 import pytest
+from bson.binary import Binary
 
 from cdc_assets.core.positions import MongoPosition, PgPosition, earliest, is_before, position_from_json
 from cdc_assets.sources.mongodb.changes import position_from_token, position_of
@@ -32,11 +33,15 @@ def test_documented_tokens_sort_in_the_order_their_streams_returned_them():
         event, aggregate, forum_event, forum_high_water]
 
 
-def test_a_long_token_sorts_after_a_shorter_one_it_extends():
-    # Hex preserves the bytes' order only when compared as bytes: an event token extends the high-water-mark
-    # token of its own cluster time (same head, more key parts) and comes after it.
-    head = position_from_token({"_data": DOCS_EVENT_TOKEN[:18]})
-    assert is_before(head, MongoPosition(DOCS_EVENT_TOKEN, DOCS_EVENT_TIME))
+def test_a_high_water_mark_at_an_events_cluster_time_sorts_before_that_event():
+    # The docs' postBatchResumeToken layout (head, then 2B0429296E1404) moved to the docs event's cluster time: it
+    # says "everything before this time", so the event at that time still comes after it; and a shorter token
+    # that is a prefix of a longer one sorts first (bytes compare, not text of unequal length by accident).
+    high_water = position_from_token({"_data": DOCS_EVENT_TOKEN[:18] + DOCS_AGGREGATE_TOKEN[18:]})
+    event = MongoPosition(DOCS_EVENT_TOKEN, DOCS_EVENT_TIME)
+    assert high_water.cluster_time == DOCS_EVENT_TIME
+    assert is_before(high_water, event) and not is_before(event, high_water)
+    assert is_before(position_from_token({"_data": DOCS_EVENT_TOKEN[:18]}), event)
 
 
 def test_mongo_positions_round_trip_through_json_tagged_mongocdc():
@@ -53,8 +58,10 @@ def test_tokens_that_do_not_sort_are_refused():
         MongoPosition("not hex", (1, 1))
     with pytest.raises(ValueError, match="not a hex KeyString"):
         MongoPosition("", (1, 1))
-    with pytest.raises(ValueError, match="not a hex KeyString"):  # a 3.6 BinData-era token: no Timestamp head
+    with pytest.raises(ValueError, match="not a hex KeyString"):  # hex, but no Timestamp head
         MongoPosition("3C696E7365727400", (1, 1))
+    with pytest.raises(ValueError, match="not a hex KeyString"):  # a 3.6-era token: `_data` is BinData
+        MongoPosition(Binary(bytes.fromhex(DOCS_EVENT_TOKEN), 0), DOCS_EVENT_TIME)
 
 
 def test_mongo_positions_do_not_compare_with_other_logs():

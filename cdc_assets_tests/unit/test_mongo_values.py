@@ -16,7 +16,8 @@ from bson.objectid import ObjectId
 from cdc_assets.core.tables import Kind, TableId
 from cdc_assets.errors import ConfigError
 from cdc_assets.sources.mongodb.collections import parse_collection
-from cdc_assets.sources.mongodb.values import BsonValueError, to_key, to_row
+from cdc_assets.sources.mongodb.splits import contains, plan_from_split_keys
+from cdc_assets.sources.mongodb.values import BsonValueError, id_value, to_key, to_row
 
 # The "Example" table of "MongoDB Extended JSON (v2)" (mongodb/docs, source/reference/mongodb-extended-json.txt),
 # canonical column, as one document; decoded through BSON bytes as a change stream or find() delivers it.
@@ -58,7 +59,7 @@ def test_a_whole_document_travels_as_canonical_extended_json_that_reads_back_to_
 
 
 def test_declared_fields_take_their_kinds_exactly():
-    fields = {"_id": "string", "dateField": "timestamp", "dateBefore1970": "datetime", "decimal128Field":
+    fields = {"_id": "objectid", "dateField": "timestamp", "dateBefore1970": "datetime", "decimal128Field":
               "decimal(10,2)", "doubleField": "float64", "int32field": "int", "int64Field": "int",
               "documentField": "json", "arrayField": "json", "absent": "string"}
     row = to_row(docs_document(), spec(fields))
@@ -88,7 +89,7 @@ def test_binary_uuid_bool_and_dates_map_to_their_kinds():
     u = uuid.UUID("ab1154ac-acd8-49a4-8c61-756d70d3b21f")  # the docs' collectionUUID
     doc = {"_id": ObjectId("635019a078be67426d7cf4d2"), "raw": Binary(b"\x00\xff\x10", 0), "u": Binary.from_uuid(u),
            "ok": True, "day": dt.datetime(2022, 10, 19)}
-    row = to_row(bson.decode(bson.encode(doc)), spec({"_id": "string", "raw": "binary", "u": "uuid", "ok": "bool",
+    row = to_row(bson.decode(bson.encode(doc)), spec({"_id": "objectid", "raw": "binary", "u": "uuid", "ok": "bool",
                                                       "day": "date"}))
     assert row == {"_id": "635019a078be67426d7cf4d2", "raw": b"\x00\xff\x10", "u": str(u), "ok": True,
                    "day": dt.date(2022, 10, 19)}
@@ -104,13 +105,15 @@ def test_binary_uuid_bool_and_dates_map_to_their_kinds():
     ("float64", Int64(2**53 + 1), "not a number a double holds exactly"),
     ("float64", Decimal128("0.1"), "not a number a double holds exactly"),
     ("string", 42, "not a str"),
+    ("string", ObjectId("635019a078be67426d7cf4d2"), "not a str"),  # its hex would meet the string of that hex
+    ("objectid", "635019a078be67426d7cf4d2", "not a ObjectId"),
     ("date", dt.datetime(2022, 10, 19, 15, 37, 4, 604000), "no time of day"),
     ("uuid", Binary(b"0123456789abcdef", 3), "subtype 3"),
 ])
 def test_values_a_column_cannot_hold_exactly_are_refused_naming_document_and_field(field_kind, value, reason):
     doc = {"_id": ObjectId("58a4eb4a30c75625e00d2820"), "f": value}
     with pytest.raises(BsonValueError, match=reason) as caught:
-        to_row(doc, spec({"_id": "string", "f": field_kind}))
+        to_row(doc, spec({"_id": "objectid", "f": field_kind}))
     assert "58a4eb4a30c75625e00d2820" in str(caught.value) and "engineering.users" in str(caught.value)
     assert "'f'" in str(caught.value) and "source.collections.engineering.users" in caught.value.hint
 
@@ -121,7 +124,7 @@ def test_a_decimal_field_reads_a_double_as_the_number_written_not_its_binary_exp
 
 
 def test_the_key_of_a_change_is_the_documents_id_even_with_a_shard_key():
-    s = spec({"_id": "string", "userName": "string"})
+    s = spec({"_id": "objectid", "userName": "string"})
     assert to_key({"userName": "alice123", "_id": ObjectId("58a4eb4a30c75625e00d2820")}, s) == (
         "58a4eb4a30c75625e00d2820",)
     assert to_key({"_id": {"a": 1}}, spec(id_kind="json")) == ('{"a": {"$numberInt": "1"}}',)
@@ -144,3 +147,19 @@ def test_collection_config_builds_the_table_and_refuses_what_has_no_mapping():
             parse_collection("engineering.users", raw)
     with pytest.raises(ConfigError, match="database.collection"):
         parse_collection("users", {})
+
+
+@pytest.mark.parametrize("raw, ids", [
+    ({}, [ObjectId("58a4eb4a30c75625e00d2820"), ObjectId("635019a078be67426d7cf4d2")]),
+    ({"id_kind": "json"}, [7, "7", ObjectId("58a4eb4a30c75625e00d2820"), {"k": 1}]),
+    ({"id_kind": "uuid"}, [Binary.from_uuid(uuid.UUID(int=5)), Binary.from_uuid(uuid.UUID(int=9))]),
+    ({"id_kind": "int"}, [Int64(-4), 12]),
+])
+def test_a_row_key_maps_back_to_its_bson_id_so_a_change_lands_in_the_split_holding_it(raw, ids):
+    s = spec(**raw)
+    plan = plan_from_split_keys(s.table, [{"_id": ids[1]}], 2, "now")
+    for n, value in enumerate(ids):
+        key = to_key({"_id": value}, s)
+        assert id_value(key[0], s) == value
+        holders = [split.index for split in plan.splits if contains(split.range, id_value(key[0], s))]
+        assert holders == [0 if n < 1 else 1]

@@ -4,12 +4,14 @@ Config (`source.collections`, one entry per captured `db.collection`):
 
     collections:
       shop.orders:                      # top-level fields, each with its logical kind
-        fields: {_id: string, total: "decimal(20,4)", placed: timestamp, items: json, qty: int}
-      shop.events: {}                   # no fields: columns `_id` and `document` (canonical Extended JSON)
+        fields: {_id: objectid, total: "decimal(20,4)", placed: timestamp, items: json, qty: int}
+      shop.events: {}                   # no fields: columns `_id` (ObjectId hex) and `document` (Extended JSON)
       shop.tags: {id_kind: int}         # the whole document, an integer `_id`
+      shop.mixed: {id_kind: json}       # `_id`s of several BSON types: each as its canonical Extended JSON text
 
-`_id` is the key (MongoDB's only unique key every document has). Kinds are `Kind` values; a decimal names its
-precision and scale because SQL targets need them and a Decimal128 does not fix them.
+`_id` is the key (MongoDB's only unique key every document has). Kinds are `Kind` values plus `objectid` (a
+string column holding the 24 hex digits; `string` holds BSON strings only, so an ObjectId and the string of its
+hex never share a key). A decimal names its precision and scale: SQL targets need them, a Decimal128 fixes neither.
 """
 from __future__ import annotations
 
@@ -22,11 +24,12 @@ from cdc_assets.errors import ConfigError
 ID = "_id"
 DOCUMENT = "document"  # the JSON column of a collection captured whole
 
+OBJECT_ID = "objectid"
 _DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
 # Kinds a BSON value can be carried to exactly (values.py); the rest have no BSON source.
 FIELD_KINDS = (Kind.BOOL, Kind.INT, Kind.DECIMAL, Kind.FLOAT64, Kind.STRING, Kind.BINARY, Kind.UUID, Kind.DATE,
                Kind.DATETIME, Kind.TIMESTAMP, Kind.JSON)
-_ID_KINDS = (Kind.STRING, Kind.INT, Kind.DECIMAL, Kind.BINARY, Kind.UUID, Kind.TIMESTAMP, Kind.JSON)
+_ID_KINDS = (Kind.STRING, Kind.INT, Kind.DECIMAL, Kind.BINARY, Kind.UUID, Kind.TIMESTAMP, Kind.JSON)  # + objectid
 _NATIVE = {Kind.BOOL: "bool", Kind.INT: "long", Kind.DECIMAL: "decimal", Kind.FLOAT64: "double",
            Kind.STRING: "string", Kind.BINARY: "binData", Kind.UUID: "binData(4)", Kind.DATE: "date",
            Kind.DATETIME: "date", Kind.TIMESTAMP: "date", Kind.JSON: "object"}
@@ -38,11 +41,14 @@ class FieldSpec:
     kind: Kind
     precision: int | None = None  # DECIMAL digits; ms (3) for dates
     scale: int | None = None
+    objectid: bool = False  # a STRING holding an ObjectId's hex (`objectid` in config)
 
     def column(self) -> Column:
         precision = 3 if self.kind in (Kind.DATETIME, Kind.TIMESTAMP) else self.precision
-        return Column(self.name, self.kind, f"bson {_NATIVE[self.kind]}", nullable=self.name != ID,
-                      precision=precision, scale=self.scale)
+        native = "bson objectId" if self.objectid else f"bson {_NATIVE[self.kind]}"
+        length = 24 if self.objectid else None
+        return Column(self.name, self.kind, native, nullable=self.name != ID, length=length, precision=precision,
+                      scale=self.scale)
 
 
 @dataclass(frozen=True)
@@ -51,12 +57,12 @@ class CollectionSpec:
 
     table: TableId  # database.collection
     fields: tuple[FieldSpec, ...] | None
-    id_kind: Kind = Kind.STRING  # whole-document mode: the `_id` column's kind (STRING holds ObjectId hex)
+    whole_id: FieldSpec = FieldSpec(ID, Kind.STRING, objectid=True)  # the `_id` column of a collection taken whole
 
     @property
     def id_field(self) -> FieldSpec:
         if self.fields is None:
-            return FieldSpec(ID, self.id_kind)
+            return self.whole_id
         return next(f for f in self.fields if f.name == ID)
 
     def schema(self) -> TableSchema:
@@ -68,6 +74,8 @@ class CollectionSpec:
 
 
 def parse_kind(name: str, text: str, where: str) -> FieldSpec:
+    if text.strip().lower() == OBJECT_ID:
+        return FieldSpec(name, Kind.STRING, objectid=True)
     m = _DECIMAL.match(text.strip().lower())
     if m:
         return FieldSpec(name, Kind.DECIMAL, int(m.group(1)), int(m.group(2)))
@@ -80,7 +88,7 @@ def parse_kind(name: str, text: str, where: str) -> FieldSpec:
                           "write it as decimal(P,S), e.g. decimal(20,4): the SQL column needs both")
     if kind not in FIELD_KINDS:
         raise ConfigError(f"{where}: field '{name}' has kind '{text}', which no BSON value maps to",
-                          f"use one of: {', '.join(k.value for k in FIELD_KINDS)} or decimal(P,S)")
+                          f"use one of: {', '.join(k.value for k in FIELD_KINDS)}, objectid or decimal(P,S)")
     return FieldSpec(name, kind)
 
 
@@ -97,11 +105,11 @@ def parse_collection(name: str, raw: dict | None) -> CollectionSpec:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}", "use fields or id_kind")
     table = TableId(parts[0], parts[1])
     if "fields" not in raw:
-        id_field = parse_kind(ID, raw.get("id_kind", "string"), where)
+        id_field = parse_kind(ID, str(raw.get("id_kind", OBJECT_ID)), where)
         if id_field.kind not in _ID_KINDS:
             raise ConfigError(f"{where}: id_kind '{id_field.kind.value}' cannot hold an _id",
-                              f"use one of: {', '.join(k.value for k in _ID_KINDS)}")
-        return CollectionSpec(table, None, id_field.kind)
+                              f"use one of: objectid, {', '.join(k.value for k in _ID_KINDS)}")
+        return CollectionSpec(table, None, id_field)
     if "id_kind" in raw:
         raise ConfigError(f"{where}: id_kind is for collections captured whole", "declare _id among the fields")
     fields = tuple(parse_kind(field, str(kind), where) for field, kind in (raw["fields"] or {}).items())

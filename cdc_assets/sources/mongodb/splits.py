@@ -16,6 +16,8 @@ A boundary travels as canonical Extended JSON text (key kind "bson"), so its BSO
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from bson import json_util
 from bson.json_util import CANONICAL_JSON_OPTIONS
 
@@ -89,11 +91,18 @@ def _even(total: int, parts: int) -> list[int]:
 
 
 def contains(key_range: KeyRange, value: object) -> bool:
-    """Is `_id` value in the half-open range, in MongoDB's order? (for a change's key in the log phase)"""
+    """Is `_id` value in the half-open range, in MongoDB's order? (for a change's key in the log phase; a row key
+    becomes its `_id` with values.id_value)"""
     key = sort_key(value)
-    if key_range.start is not None and key < sort_key(decode_boundary(str(key_range.start))):
+    if key_range.start is not None and key < _boundary_key(str(key_range.start)):
         return False
-    return key_range.end is None or key < sort_key(decode_boundary(str(key_range.end)))
+    return key_range.end is None or key < _boundary_key(str(key_range.end))
+
+
+@lru_cache(maxsize=4096)
+def _boundary_key(text: str) -> tuple:
+    """Parsed once per boundary: every change of the log phase is placed against them."""
+    return sort_key(decode_boundary(text))
 
 
 def range_bounds(key_range: KeyRange) -> dict:

@@ -57,6 +57,20 @@ def to_key(document_key: dict, spec: CollectionSpec) -> tuple:
     return (to_value(document_key[ID], spec.id_field, spec, document_key),)
 
 
+def id_value(key_value: object, spec: CollectionSpec) -> object:
+    """The BSON `_id` a row key stands for (its column mapping undone), to place a change's key in a split."""
+    field = spec.id_field
+    if key_value is None:
+        return None
+    if field.objectid:
+        return ObjectId(str(key_value))
+    if field.kind is Kind.JSON:
+        return json_util.loads(str(key_value), json_options=CANONICAL_JSON_OPTIONS)
+    if field.kind is Kind.UUID:
+        return Binary.from_uuid(uuid.UUID(str(key_value)))
+    return key_value  # int, str, Decimal, bytes and datetimes sort as their BSON forms do (bson_order)
+
+
 def to_value(value: object, field: FieldSpec, spec: CollectionSpec, document: dict) -> object:
     if value is None:
         return None
@@ -85,8 +99,8 @@ def _convert(value: object, field: FieldSpec) -> object:
     if kind is Kind.FLOAT64:
         return _double(value)
     if kind is Kind.STRING:
-        if isinstance(value, ObjectId):
-            return str(value)  # 24 hex digits, the form every driver prints
+        if field.objectid:
+            return str(_typed(value, ObjectId))  # 24 hex digits, the form every driver prints
         return _typed(value, str)
     if kind is Kind.BINARY:
         if isinstance(value, uuid.UUID):
@@ -192,6 +206,8 @@ def _describe(value: object) -> str:
 
 
 def _kind_text(field: FieldSpec) -> str:
+    if field.objectid:
+        return "objectid"
     if field.kind is Kind.DECIMAL:
         return f"decimal({field.precision},{field.scale})"
     return field.kind.value
