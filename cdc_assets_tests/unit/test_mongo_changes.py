@@ -90,9 +90,14 @@ def test_an_update_that_cannot_be_written_without_its_document_is_refused(spec, 
 
 
 def test_collection_events_outside_the_captured_ones_change_nothing():
-    other = {**LOOKED_UP, "ns": {"db": "engineering", "coll": "teams"}}
-    assert to_change(other, SPECS) is None
+    teams = {"db": "engineering", "coll": "teams"}
+    assert to_change({**LOOKED_UP, "ns": teams}, SPECS) is None
     assert to_change(event("createIndexes", 1700000000, 4), SPECS) is None
+    assert to_change({**event("drop", 1700000000, 5), "ns": teams}, SPECS) is None
+    assert to_change({**event("dropDatabase", 1700000000, 6), "ns": {"db": "crm"}}, SPECS) is None
+    onto_users = {**event("rename", 1700000000, 7), "ns": teams, "to": {"db": "engineering", "coll": "users"}}
+    replaced = to_change(onto_users, SPECS)  # dropTarget: the captured collection was replaced
+    assert replaced.renamed_to == USERS and "engineering.users now holds what was engineering.teams" in replaced.hint
 
 
 @pytest.mark.parametrize("raw, table, renamed, way_out", [

@@ -130,6 +130,14 @@ def test_the_key_of_a_change_is_the_documents_id_even_with_a_shard_key():
     assert to_key({"_id": {"a": 1}}, spec(id_kind="json")) == ('{"a": {"$numberInt": "1"}}',)
 
 
+def test_a_null_id_is_a_key_only_for_a_json_key_column():
+    assert to_row({"_id": None, "a": 1}, spec(id_kind="json"))["_id"] == "null"
+    assert id_value("null", spec(id_kind="json")) is None
+    with pytest.raises(BsonValueError, match="null or missing _id") as caught:
+        to_row({"_id": None, "a": 1}, spec())
+    assert "id_kind: json" in caught.value.hint
+
+
 def test_collection_config_builds_the_table_and_refuses_what_has_no_mapping():
     whole = spec().schema()
     assert whole.table == TableId("engineering", "users") and whole.primary_key == ("_id",)

@@ -19,14 +19,16 @@ Events are shaped as "Change Events" shows them (https://www.mongodb.com/docs/ma
     delete                -> DELETE of documentKey._id (fullDocumentBeforeChange, when pre-images are on, as
                              `before`)
     drop, rename, dropDatabase, invalidate
-                          -> `CollectionEnded`: the engine stops there (an invalidate always ends the stream)
+                          -> `CollectionEnded` when a captured collection is concerned (renamed away, or
+                             replaced by a rename onto its name): the engine stops there; an invalidate always
+                             ends the stream
     create, createIndexes, dropIndexes, modify, shardCollection, reshardCollection,
     refineCollectionShardKey (showExpandedEvents) -> nothing: no document changes
 """
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cdc_assets.core.events import Op, RowChange, SchemaChange
 from cdc_assets.core.positions import MongoPosition
@@ -62,6 +64,7 @@ class CollectionEnded:
     position: MongoPosition
     database: str | None = None
     renamed_to: TableId | None = None
+    onto_captured: bool = False  # a rename of an uncaptured collection over a captured one (dropTarget)
 
     @property
     def ends_stream(self) -> bool:
@@ -69,6 +72,8 @@ class CollectionEnded:
 
     @property
     def hint(self) -> str:
+        if self.event == "rename" and self.onto_captured:
+            return f"{self.renamed_to} now holds what was {self.table}: {_REPLAN}"
         if self.event == "rename":
             return (f"capture {self.renamed_to} instead: put it in source.collections in place of {self.table}, "
                     f"then {_REPLAN}")
@@ -111,7 +116,10 @@ def to_change(event: dict, specs: dict[TableId, CollectionSpec], full_document: 
     """The row change of one event (None when it changes no captured row); raises ChangeNotApplicable."""
     kind = event["operationType"]
     if kind in _ENDING:
-        return _ended(event)
+        ended = _ended(event)
+        if ended.event == "rename" and ended.table not in specs:
+            ended = replace(ended, onto_captured=True)
+        return ended if _concerns(ended, specs) else None
     if kind in _HARMLESS:
         return None
     ns = event.get("ns") or {}
@@ -145,6 +153,15 @@ def _ended(event: dict) -> CollectionEnded:
     to = event.get("to")
     renamed = TableId(to["db"], to["coll"]) if to else None
     return CollectionEnded(event["operationType"], table, position, ns.get("db"), renamed)
+
+
+def _concerns(ended: CollectionEnded, specs: dict[TableId, CollectionSpec]) -> bool:
+    """Does it touch a captured collection? (a rename onto a captured name replaces that collection)"""
+    if ended.event == "invalidate":
+        return True
+    if ended.event == "dropDatabase":
+        return any(t.namespace == ended.database for t in specs)
+    return ended.table in specs or ended.renamed_to in specs
 
 
 def _partial(event: dict, spec: CollectionSpec, key: tuple, position: MongoPosition) -> dict:

@@ -19,7 +19,7 @@ from cdc_assets.core.positions import MongoPosition
 from cdc_assets.core.splits import KeyRange, SplitPlan
 from cdc_assets.core.tables import TableId
 from cdc_assets.errors import PositionLost
-from cdc_assets.sources.mongodb.changes import UPDATE_LOOKUP, position_from_token
+from cdc_assets.sources.mongodb.changes import DEFAULT, UPDATE_LOOKUP, position_from_token
 from cdc_assets.sources.mongodb.splits import plan_from_buckets, plan_from_sample, plan_from_split_keys, range_bounds
 
 CHANGE_STREAM_HISTORY_LOST = 286
@@ -65,7 +65,7 @@ def open_stream(client: MongoClient, tables: list[TableId], *, resume_after: Mon
     """A change stream over the captured collections, resumed after a position or started at a cluster time.
     `before_images` asks for fullDocumentBeforeChange (the collections need changeStreamPreAndPostImages)."""
     target, pipeline = stream_scope(client, tables)
-    options: dict = {"full_document": None if full_document == "default" else full_document,
+    options: dict = {"full_document": None if full_document == DEFAULT else full_document,
                      "batch_size": batch_size}
     if before_images:
         options["full_document_before_change"] = "whenAvailable"
@@ -90,7 +90,7 @@ def high_water(stream: ChangeStream) -> MongoPosition | None:
 
 def current_position(client: MongoClient, tables: list[TableId]) -> MongoPosition:
     """The stream's position now: the postBatchResumeToken a freshly opened stream reports, before any event."""
-    with open_stream(client, tables, full_document="default") as stream:
+    with open_stream(client, tables, full_document=DEFAULT) as stream:
         position = high_water(stream)
         while position is None:  # a server that gave no token with the opening batch gives one on getMore
             stream.try_next()

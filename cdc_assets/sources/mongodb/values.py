@@ -46,15 +46,27 @@ def ejson(value: object) -> str:
 
 def to_row(document: dict, spec: CollectionSpec) -> dict:
     """One row of the collection's table; raises BsonValueError."""
+    row = {ID: _key_value(document, spec)}
     if spec.fields is None:
-        return {ID: to_value(document.get(ID), spec.id_field, spec, document),
-                DOCUMENT: ejson(document)}
-    return {f.name: to_value(document.get(f.name), f, spec, document) for f in spec.fields}
+        return {**row, DOCUMENT: ejson(document)}
+    return {**row, **{f.name: to_value(document.get(f.name), f, spec, document) for f in spec.fields if f.name != ID}}
 
 
 def to_key(document_key: dict, spec: CollectionSpec) -> tuple:
     """The row key of a change's `documentKey` (sharded collections add the shard key: only `_id` counts)."""
-    return (to_value(document_key[ID], spec.id_field, spec, document_key),)
+    return (_key_value(document_key, spec),)
+
+
+def _key_value(document: dict, spec: CollectionSpec) -> object:
+    """`_id` as its key column holds it. MongoDB allows one document with `_id: null`: only a json key column can
+    hold it (as the text null); a SQL key is never NULL."""
+    if document.get(ID) is None and spec.id_field.kind is Kind.JSON:
+        return ejson(None)
+    if document.get(ID) is None:
+        raise BsonValueError(f"a document of {spec.table} has a null or missing _id, which a SQL key cannot hold",
+                             f"capture the collection with id_kind: json (source.collections.{spec.table}), or give "
+                             "the document an _id")
+    return to_value(document[ID], spec.id_field, spec, document)
 
 
 def id_value(key_value: object, spec: CollectionSpec) -> object:
