@@ -5,7 +5,9 @@ for a single transaction, you can use the combination of lsid and txnNumber") an
 events are transactions of their own. The stream does not mark a transaction's last event, so a transaction is
 complete when an event of another identity arrives, or when the stream idles with a high-water-mark token
 (postBatchResumeToken) that sorts after its last event: a batch cut short inside the transaction leaves the
-postBatchResumeToken equal to that last event's token, which does not complete it.
+postBatchResumeToken equal to that last event's token, which does not complete it. A high-water mark at the
+transaction's own cluster time sorts before its events and does not complete it either: on an idle deployment the
+transaction waits for the next write or the primary's periodic no-op (every 10 s), never for a guess.
 
     idle ──event──> pending(txn) ──same txn──> pending
       ^                 │ other event / high water past it
