@@ -13,6 +13,13 @@ import yaml
 from cdc_assets.config import TaskConfig, load_config
 
 
+MONGO_URL = os.environ.get("CDC_TEST_MONGO_URL", "")
+mongo = pytest.mark.skipif(
+    not MONGO_URL,
+    reason="CDC_TEST_MONGO_URL not set: no MongoDB replica set on this machine (MongoDB cannot be installed here); "
+           "start one with docker/compose.yaml and set e.g. CDC_TEST_MONGO_URL=mongodb://127.0.0.1:27017/?directConnection=true")
+
+
 def endpoint(servers, db_type: str, database: str) -> dict:
     server = servers.mariadb if db_type == "mysql" else servers.postgres
     url = server.url(database) if db_type == "postgres" else server.url()

@@ -3,6 +3,7 @@
 JSON is tagged by "type" like ape-dts's Position enum, so position.log lines read the same:
     {"type": "MysqlCdc", "binlog_filename": "mysql-bin.000004", "next_event_position": 4663, "gtid_set": "0-1-12"}
     {"type": "PgCdc", "lsn": "0/16B3748"}
+    {"type": "MongoCdc", "resume_token": "8263515EAC000000022B0429296E1404", "cluster_time": {"t": 1666277036, "i": 2}}
 """
 from __future__ import annotations
 
@@ -53,7 +54,52 @@ class PgPosition:
         return f"{self.lsn >> 32:X}/{self.lsn & 0xFFFFFFFF:X}"
 
 
-Position = Union[MysqlPosition, PgPosition]
+@dataclass(frozen=True)
+class MongoPosition:
+    """A change-stream resume token (the hex `_data` string of MongoDB >= 4.0.7 / fCV >= 4.2) and its cluster time.
+
+    Ordered by the token's bytes: `_data` is a KeyString (MongoDB's memcmp-ordered key encoding) that starts with
+    the cluster time (type byte 0x82, then the Timestamp's 8 bytes big-endian) and goes on with the transaction's
+    operation index and the document key, so event tokens and high-water-mark tokens (postBatchResumeToken) sort
+    in event order ("Resume Tokens", https://www.mongodb.com/docs/manual/changeStreams/#resume-tokens). Tokens of
+    the 3.6 BinData form are not accepted: they do not sort. (The head, cluster time first, is the same in every
+    hex token version, so tokens of different versions still order by cluster time.)
+    """
+
+    resume_token: str  # upper-case hex, as the server emits it
+    cluster_time: tuple[int, int]  # bson Timestamp (t seconds, i increment)
+
+    def __post_init__(self) -> None:
+        try:
+            raw = bytes.fromhex(self.resume_token)
+        except (TypeError, ValueError):  # a 3.6-era BinData token is bytes, not text
+            raw = b""
+        if not raw or raw[0] != _KEYSTRING_TIMESTAMP:
+            raise ValueError(f"resume token {self.resume_token[:40]!r} is not a hex KeyString _data "
+                             "(MongoDB >= 4.0.7 with featureCompatibilityVersion >= 4.2 emits one)")
+        object.__setattr__(self, "resume_token", raw.hex().upper())
+        object.__setattr__(self, "cluster_time", (int(self.cluster_time[0]), int(self.cluster_time[1])))
+
+    @property
+    def token_time(self) -> tuple[int, int]:
+        """The cluster time encoded at the head of the token itself."""
+        raw = bytes.fromhex(self.resume_token)
+        return int.from_bytes(raw[1:5], "big"), int.from_bytes(raw[5:9], "big")
+
+    def sort_key(self) -> tuple[bytes]:
+        return (bytes.fromhex(self.resume_token),)
+
+    def to_json(self) -> dict:
+        t, i = self.cluster_time
+        return {"type": "MongoCdc", "resume_token": self.resume_token, "cluster_time": {"t": t, "i": i}}
+
+    def __str__(self) -> str:
+        return f"resume token {self.resume_token} (cluster time {self.cluster_time[0]}.{self.cluster_time[1]})"
+
+
+_KEYSTRING_TIMESTAMP = 0x82  # KeyString CType of a BSON Timestamp (src/mongo/db/storage/key_string.cpp)
+
+Position = Union[MysqlPosition, PgPosition, MongoPosition]
 
 
 def position_from_json(data: dict) -> Position:
@@ -62,6 +108,9 @@ def position_from_json(data: dict) -> Position:
         return MysqlPosition(data["binlog_filename"], int(data["next_event_position"]), data.get("gtid_set", ""))
     if kind == "PgCdc":
         return PgPosition.parse_lsn(data["lsn"])
+    if kind == "MongoCdc":
+        time = data["cluster_time"]
+        return MongoPosition(data["resume_token"], (int(time["t"]), int(time["i"])))
     raise ValueError(f"unknown position type {kind!r}")
 
 
