@@ -97,3 +97,16 @@ def test_a_refusal_names_the_connection_and_the_way_out(reason, kind, hint):
 def test_a_refusal_of_a_masked_url_masks_the_given_password():
     failure = refused(PYMYSQL, "mysql://cdc:***@h:3306/", "Access denied for pw-Secret", "pw-Secret")
     assert "pw-Secret" not in str(failure) and "over the PyMySQL connection" in failure.message
+
+
+def test_the_docker_task_logs_in_to_mysql_84_over_tls(monkeypatch):
+    """docker/compose.yaml's MySQL 8.4 gives 'cdc' caching_sha2_password (the 8.4 default) and TLS (certificates
+    generated at first start): the task asks TLS of all three connections, so no RSA key crosses the wire."""
+    from pathlib import Path
+
+    from cdc_assets.config import load_config
+
+    monkeypatch.setenv("CDC_SRC_PASSWORD", "pw-Secret")
+    monkeypatch.setenv("PG_PASSWORD", "pg")
+    url = load_config(Path(__file__).parents[2] / "docker" / "task.yaml").source.db_url
+    assert "ssl" in replication_settings(url) and ("useSsl", "true") in mysql_jdbc(url).options
