@@ -19,9 +19,7 @@ LIKE, SELECT @@variables, ping, quit and a binlog dump that ends at once.
 """
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
-import ipaddress
 import os
 import re
 import socket
@@ -29,17 +27,19 @@ import ssl
 import struct
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
-from cryptography.x509.oid import NameOID
+
+from cdc_assets_tests.certificates import tls_files
+from cdc_assets_tests.mysql_packets import (EOF, SERVER_STATUS_AUTOCOMMIT, UTF8MB4_0900_AI_CI, Wire, err, ok,
+                                            read_lenenc_int, result_set)
+
+__all__ = ["Mysql8Server", "Login", "tls_files", "scramble_matches"]
 
 SERVER_VERSION = b"8.4.3"
 PLUGIN = b"caching_sha2_password"
 SCRAMBLE_LENGTH = 20  # auth-plugin-data: part 1 (8 bytes) + part 2 (12 bytes, then a NUL)
-UTF8MB4_0900_AI_CI = 255  # MySQL 8.0+'s default collation, announced in the greeting
 
 # Capability flags (include/mysql_com.h).
 CLIENT_LONG_PASSWORD = 1
@@ -71,7 +71,6 @@ CAPABILITIES = (CLIENT_LONG_PASSWORD | CLIENT_FOUND_ROWS | CLIENT_LONG_FLAG | CL
                 | CLIENT_INTERACTIVE | CLIENT_IGNORE_SIGPIPE | CLIENT_TRANSACTIONS | CLIENT_RESERVED2
                 | CLIENT_MULTI_STATEMENTS | CLIENT_MULTI_RESULTS | CLIENT_PS_MULTI_RESULTS | CLIENT_PLUGIN_AUTH
                 | CLIENT_CONNECT_ATTRS | CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA | CLIENT_CAN_HANDLE_EXPIRED_PASSWORDS)
-SERVER_STATUS_AUTOCOMMIT = 0x0002
 
 # caching_sha2_password's one-byte messages (sql/auth/sha2_password.cc), sent inside AuthMoreData (0x01 ...).
 AUTH_MORE_DATA = b"\x01"
@@ -79,12 +78,10 @@ REQUEST_PUBLIC_KEY = b"\x02"
 FAST_AUTH_SUCCESS = b"\x03"
 PERFORM_FULL_AUTHENTICATION = b"\x04"
 AUTH_SWITCH_REQUEST = b"\xfe"
-OK, ERR, EOF = b"\x00", b"\xff", b"\xfe"
 
 ER_ACCESS_DENIED_ERROR = 1045
 ER_NOT_SUPPORTED_YET = 1235
 COM_QUIT, COM_INIT_DB, COM_QUERY, COM_PING, COM_BINLOG_DUMP, COM_REGISTER_SLAVE = 0x01, 0x02, 0x03, 0x0E, 0x12, 0x15
-MYSQL_TYPE_VAR_STRING = 0xFD
 
 # What the clients ask after login (Connector/J: @@max_allowed_packet, @@system_time_zone, @@time_zone,
 # @@auto_increment_increment; pymysqlreplication: binlog_checksum, binlog_row_metadata), as a MySQL 8.4 server
@@ -98,28 +95,6 @@ VARIABLES = {
     "wait_timeout": "28800", "sql_mode": "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,"
     "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION", "character_set_client": "utf8mb4",
 }
-
-
-def lenenc_int(n: int) -> bytes:
-    if n < 251:
-        return bytes([n])
-    if n < 1 << 16:
-        return b"\xfc" + struct.pack("<H", n)
-    if n < 1 << 24:
-        return b"\xfd" + struct.pack("<I", n)[:3]
-    return b"\xfe" + struct.pack("<Q", n)
-
-
-def lenenc_str(value: bytes) -> bytes:
-    return lenenc_int(len(value)) + value
-
-
-def read_lenenc_int(data: bytes, at: int) -> tuple[int, int]:
-    first = data[at]
-    if first < 251:
-        return first, at + 1
-    width = {0xFC: 2, 0xFD: 3, 0xFE: 8}[first]
-    return int.from_bytes(data[at + 1:at + 1 + width], "little"), at + 1 + width
 
 
 def scramble_matches(reply: bytes, password_sha2_sha2: bytes, scramble: bytes) -> bool:
@@ -137,41 +112,6 @@ def rsa_key_pair() -> tuple[rsa.RSAPrivateKey, bytes]:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     return key, pem
-
-
-def tls_files(folder: Path, host: str = "127.0.0.1") -> tuple[ssl.SSLContext, Path]:
-    """A CA and a server certificate it signed for `host` (an IP SAN, as VERIFY_IDENTITY checks it), written to
-    `folder`: (the server's TLS context, the CA's PEM path for ssl-ca). Like the files mysqld generates at first
-    start (ca.pem, server-cert.pem), except that those name no host."""
-    now = dt.datetime.now(dt.timezone.utc)
-    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "cdc_assets test CA")])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-          .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
-          .not_valid_after(now + dt.timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
-                                       data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                                       crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
-          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-          .sign(ca_key, hashes.SHA256()))
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    cert = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])).issuer_name(ca_name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False)
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    folder.mkdir(parents=True, exist_ok=True)
-    ca_path, cert_path, key_path = folder / "ca.pem", folder / "server-cert.pem", folder / "server-key.pem"
-    ca_path.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                                           serialization.NoEncryption()))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert_path, key_path)
-    return context, ca_path
 
 
 @dataclass
@@ -227,7 +167,7 @@ class Mysql8Server:
             threading.Thread(target=self._session, args=(conn, next_id), daemon=True).start()
 
     def _session(self, conn: socket.socket, connection_id: int) -> None:
-        wire = _Wire(conn)
+        wire = Wire(conn)
         login = Login()
         self.logins.append(login)
         try:
@@ -250,7 +190,7 @@ class Mysql8Server:
                 + struct.pack("<H", caps >> 16) + bytes([SCRAMBLE_LENGTH + 1]) + b"\0" * 10
                 + scramble[8:] + b"\0" + PLUGIN + b"\0")
 
-    def _connection_phase(self, wire: "_Wire", login: Login, connection_id: int) -> bool:
+    def _connection_phase(self, wire: Wire, login: Login, connection_id: int) -> bool:
         # The scramble's bytes are printable and never NUL, as generate_user_salt() makes them.
         scramble = bytes(b % 94 + 33 for b in os.urandom(SCRAMBLE_LENGTH))
         wire.send(self._greeting(connection_id, scramble))
@@ -297,19 +237,19 @@ class Mysql8Server:
             return self._accept(wire, login)
         return self._refuse(wire, login, user)
 
-    def _accept(self, wire: "_Wire", login: Login) -> bool:
+    def _accept(self, wire: Wire, login: Login) -> bool:
         login.accepted = True
-        wire.send(_ok())
+        wire.send(ok())
         return True
 
-    def _refuse(self, wire: "_Wire", login: Login, user: str, using_password: bool = True) -> bool:
+    def _refuse(self, wire: Wire, login: Login, user: str, using_password: bool = True) -> bool:
         message = f"Access denied for user '{user}'@'localhost' (using password: {'YES' if using_password else 'NO'})"
-        wire.send(_err(ER_ACCESS_DENIED_ERROR, "28000", message))
+        wire.send(err(ER_ACCESS_DENIED_ERROR, "28000", message))
         return False
 
     # ---- command phase ----------------------------------------------------------------------------------------
 
-    def _command_phase(self, wire: "_Wire", login: Login) -> None:
+    def _command_phase(self, wire: Wire, login: Login) -> None:
         while True:
             wire.seq = 0
             packet = wire.receive()
@@ -317,7 +257,7 @@ class Mysql8Server:
             if command == COM_QUIT:
                 return
             if command in (COM_PING, COM_INIT_DB, COM_REGISTER_SLAVE):
-                wire.send(_ok())
+                wire.send(ok())
             elif command == COM_BINLOG_DUMP:
                 wire.send(EOF + b"\0\0\0\0")  # a BINLOG_DUMP_NON_BLOCK dump at the end of the log
             elif command == COM_QUERY:
@@ -326,7 +266,7 @@ class Mysql8Server:
                 for packet in _answer(query, self.answers):
                     wire.send(packet)
             else:
-                wire.send(_err(ER_NOT_SUPPORTED_YET, "42000", f"command {command} is not answered by this stand-in"))
+                wire.send(err(ER_NOT_SUPPORTED_YET, "42000", f"command {command} is not answered by this stand-in"))
 
 
 def _parse_handshake_response(data: bytes, caps: int) -> tuple[str, bytes, str]:
@@ -358,76 +298,14 @@ def _answer(query: str, answers: dict[str, tuple[list[str], list[list[str]]]]) -
     text = query.strip()
     for needle, (columns, rows) in answers.items():
         if needle in text:
-            return _result_set(columns, rows)
+            return result_set(columns, rows)
     if re.match(r"SET\b", text, re.I):
-        return [_ok()]
+        return [ok()]
     if m := _SHOW_LIKE.match(text):
         name = m.group(1).lower()
         rows = [[name, VARIABLES[name]]] if name in VARIABLES else []
-        return _result_set(["Variable_name", "Value"], rows)
+        return result_set(["Variable_name", "Value"], rows)
     if m := _SELECT_VARS.match(text):
         names = [n.strip() for n in m.group(1).split(",")]
-        return _result_set(names, [[VARIABLES.get(n.lstrip("@").lower().removeprefix("global.")) for n in names]])
-    return [_err(1064, "42000", f"this stand-in answers only SET, SHOW VARIABLES LIKE and SELECT @@...: {text[:60]}")]
-
-
-def _ok() -> bytes:
-    """OK_Packet (CLIENT_PROTOCOL_41, no session tracking): header, affected rows, last insert id, status, warnings."""
-    return OK + lenenc_int(0) + lenenc_int(0) + struct.pack("<HH", SERVER_STATUS_AUTOCOMMIT, 0)
-
-
-def _err(code: int, state: str, message: str) -> bytes:
-    return ERR + struct.pack("<H", code) + b"#" + state.encode() + message.encode()
-
-
-def _eof() -> bytes:
-    return EOF + struct.pack("<HH", 0, SERVER_STATUS_AUTOCOMMIT)
-
-
-def _result_set(columns: list[str], rows: list[list[str | None]]) -> list[bytes]:
-    """Protocol::Text Resultset without CLIENT_DEPRECATE_EOF: column count, ColumnDefinition41s, EOF, rows, EOF."""
-    packets = [lenenc_int(len(columns))]
-    for name in columns:
-        packets.append(lenenc_str(b"def") + lenenc_str(b"") + lenenc_str(b"") + lenenc_str(b"")
-                       + lenenc_str(name.encode()) + lenenc_str(name.encode()) + b"\x0c"
-                       + struct.pack("<HIBHB", UTF8MB4_0900_AI_CI, 1024, MYSQL_TYPE_VAR_STRING, 0, 0) + b"\0\0")
-    packets.append(_eof())
-    for row in rows:
-        packets.append(b"".join(b"\xfb" if v is None else lenenc_str(v.encode()) for v in row))
-    packets.append(_eof())
-    return packets
-
-
-class _Wire:
-    """MySQL packets: 3-byte little-endian length, 1-byte sequence id, payload (no packet above 16 MB here)."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.seq = 0
-
-    def send(self, payload: bytes) -> None:
-        self.sock.sendall(struct.pack("<I", len(payload))[:3] + bytes([self.seq]) + payload)
-        self.seq = (self.seq + 1) % 256
-
-    def receive(self) -> bytes:
-        header = self._exactly(4)
-        self.seq = (header[3] + 1) % 256
-        return self._exactly(int.from_bytes(header[:3], "little"))
-
-    def start_tls(self, context: ssl.SSLContext) -> None:
-        self.sock = context.wrap_socket(self.sock, server_side=True)
-
-    def _exactly(self, n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("client went away")
-            data += chunk
-        return data
-
-    def close(self) -> None:
-        try:
-            self.sock.close()
-        except OSError:
-            pass
+        return result_set(names, [[VARIABLES.get(n.lstrip("@").lower().removeprefix("global.")) for n in names]])
+    return [err(1064, "42000", f"this stand-in answers only SET, SHOW VARIABLES LIKE and SELECT @@...: {text[:60]}")]

@@ -10,8 +10,9 @@ import socket
 
 from pymysql._auth import scramble_caching_sha2
 
-from cdc_assets_tests.mysql8_handshake import (AUTH_MORE_DATA, PERFORM_FULL_AUTHENTICATION, CAPABILITIES, CLIENT_PLUGIN_AUTH,
-                                               CLIENT_SSL, Mysql8Server, _ok, _Wire, scramble_matches)
+from cdc_assets_tests.mysql8_handshake import (AUTH_MORE_DATA, CAPABILITIES, CLIENT_PLUGIN_AUTH, CLIENT_SSL,
+                                               PERFORM_FULL_AUTHENTICATION, Mysql8Server, scramble_matches)
+from cdc_assets_tests.mysql_packets import Wire, ok
 
 SCRAMBLE = bytes([6, 81, 96, 114, 14, 42, 50, 30, 76, 47, 1, 95, 126, 81, 62, 94, 83, 80, 52, 85])
 EXPECTED_REPLY = bytes([171, 201, 138, 146, 89, 159, 11, 170, 0, 67, 165, 49, 175, 94, 218, 68, 177, 109, 110, 86,
@@ -30,11 +31,11 @@ def test_fast_auth_accepts_go_sql_drivers_reply_and_only_for_that_password():
 def test_frames_are_go_sql_drivers_bytes():
     server_end, client_end = socket.socketpair()
     try:
-        wire = _Wire(server_end)
+        wire = Wire(server_end)
         wire.seq = 2
         wire.send(AUTH_MORE_DATA + PERFORM_FULL_AUTHENTICATION)
         wire.seq = 2
-        wire.send(_ok())
+        wire.send(ok())
         expected = bytes([2, 0, 0, 2, 1, 4]) + bytes([7, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0])
         received = b""
         while len(received) < len(expected):
