@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from cdc_assets.core.tables import TableId
 from cdc_assets.core.urls import DbUrl, mask
+from cdc_assets.dbapi.mysql_login import MysqlLogin
 from cdc_assets.errors import ConfigError
 
 CONFIG_ENV = "CDC_ASSETS_CONFIG"
@@ -40,6 +41,8 @@ class _Endpoint(_Model):
         parsed = DbUrl.parse(self.url)
         if parsed.db_type != self.db_type:
             raise ValueError(f"url {mask(self.url)} is a {parsed.db_type} URL but db_type is {self.db_type}")
+        if parsed.db_type == "mysql":
+            MysqlLogin.from_url(parsed)  # TLS parameters checked before anything connects
         return self
 
 

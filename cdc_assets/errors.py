@@ -22,6 +22,11 @@ class UnreachableError(CdcError):
     """A database did not answer; transient, worth retrying."""
 
 
+class LoginError(CdcError):
+    """A server (or the TLS layer) refused our login: wrong user or password, no way to send the password, a
+    certificate that does not check out. Not transient: retrying cannot help."""
+
+
 class SourceSetupError(CdcError):
     """The source cannot be captured as configured (log settings, privileges)."""
 

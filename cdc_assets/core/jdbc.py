@@ -11,6 +11,7 @@ class JdbcEndpoint:
     user: str
     password: str = field(repr=False)
     options: tuple[tuple[str, str], ...] = ()  # extra reader/writer options, e.g. sessionInitStatement
+    name: str = ""  # the masked URL it was built from, for messages
 
     def properties(self) -> dict[str, str]:
         return {"driver": self.driver, "user": self.user, "password": self.password, **dict(self.options)}

@@ -9,6 +9,7 @@ import pymysql
 import psycopg2
 
 from cdc_assets.core.urls import DbUrl
+from cdc_assets.dbapi.mysql_login import PYMYSQL, MysqlLogin, refused
 from cdc_assets.errors import UnreachableError
 
 STRICT_UTC_SESSION = "SET time_zone = '+00:00', sql_mode = CONCAT_WS(',', NULLIF(@@sql_mode, ''), 'STRICT_ALL_TABLES')"
@@ -22,25 +23,35 @@ def postgres_args(url: DbUrl, database: str | None = None) -> dict:
 
 
 def connect(url: DbUrl, database: str | None = None, *, autocommit: bool = True):
+    """Raises LoginError when a MySQL server refuses the login (see mysql_login), UnreachableError otherwise."""
     db = url.database if database is None else database
     try:
         if url.db_type == "mysql":
             return pymysql.connect(
                 host=url.host, port=url.port, user=url.user, password=url.password, database=db or None,
                 autocommit=autocommit, charset="utf8mb4", local_infile=True, connect_timeout=10,
-                init_command=STRICT_UTC_SESSION,
+                init_command=STRICT_UTC_SESSION, **MysqlLogin.from_url(url).pymysql_args(),
             )
         if url.db_type == "postgres":
             conn = psycopg2.connect(**postgres_args(url, db))
             conn.autocommit = autocommit
             return conn
-    except (pymysql.err.OperationalError, psycopg2.OperationalError) as exc:
+    except pymysql.err.OperationalError as exc:
+        raise refused(PYMYSQL, url.with_database(db), _pymysql_reason(exc)) from None
+    except psycopg2.OperationalError as exc:
         reason = str(exc).replace(url.password, "***") if url.password else str(exc)
         raise UnreachableError(
             f"cannot connect to {url.with_database(db)}: {reason.strip().splitlines()[0]}",
             "check that the server runs, the host/port/user/password in the URL, and the network",
         ) from None
     raise ValueError(f"no DBAPI connection for {url.db_type}")
+
+
+def _pymysql_reason(exc: pymysql.err.OperationalError) -> str:
+    """The server's or the client's message: (1045, "Access denied ...") -> "Access denied ... (1045)"."""
+    if len(exc.args) == 2:
+        return f"{str(exc.args[1]).strip().splitlines()[0]} ({exc.args[0]})"
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def quote_ident(dialect: str, name: str) -> str:

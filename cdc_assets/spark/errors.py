@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import re
 
+from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.dbapi.errors import driver_message
+from cdc_assets.dbapi.mysql_login import NETWORK_HINT, SPARK_JDBC, refusal_hint, refused
+from cdc_assets.errors import LoginError, UnreachableError
 
 # The database's message as the drivers word it: psycopg2 in a Python worker; JDBC drivers in the JVM.
 _PYTHON_DB_ERROR = re.compile(r"^(?:psycopg2\.(?:errors\.)?\w+|pymysql\.err\.\w+): (?P<message>.+)$", re.M)
@@ -17,6 +20,8 @@ _JAVA_DB_ERROR = re.compile(
 _PG_COPY_COLUMN = re.compile(r"CONTEXT:\s+COPY \S+, line \d+, column (?P<column>[^:\s]+):")
 _PG_CONTEXT = re.compile(r"\nCONTEXT:.*", re.S)
 _CONNECTION_TAG = re.compile(r"^\(conn[=:]\d+\)\s*")
+# How Connector/J 2.7 words a connection it could not open, whatever the cause (refused login, TLS, no answer).
+_JDBC_CONNECT = re.compile(r"Could not connect to address=\(host=[^)]*\)\(port=\d+\)[^:]*: (?P<reason>[^\n]+)")
 _PYTHON_ERROR = re.compile(r"^(?P<type>\w+(?:Error|Exception)): (?P<message>.+)$", re.M)
 MAX_LINE = 400
 
@@ -31,6 +36,9 @@ def root_cause(exc: BaseException, where: str = "in Spark") -> tuple[str, str]:
         message, where = m.group("message"), "in a Spark Python worker writing the staging table (COPY)"
         if c := _PG_COPY_COLUMN.search(text):
             message += f" (column {c.group('column')})"
+    elif m := _JDBC_CONNECT.search(_with_jvm_trace(exc)):
+        reason = _CONNECTION_TAG.sub("", m.group("reason")).strip()
+        message, where = f"{reason} ({refusal_hint(reason) or NETWORK_HINT})", f"connecting over {SPARK_JDBC}"
     elif m := _JAVA_DB_ERROR.search(text):
         message, where = _CONNECTION_TAG.sub("", m.group("message")), "in a Spark JDBC task"
     elif found := _PYTHON_ERROR.findall(text):
@@ -39,3 +47,19 @@ def root_cause(exc: BaseException, where: str = "in Spark") -> tuple[str, str]:
         message = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     message = _PG_CONTEXT.sub("", message).strip()
     return (message[:MAX_LINE] + "…" if len(message) > MAX_LINE else message), where
+
+
+def jdbc_connect_failure(exc: BaseException, endpoint: JdbcEndpoint) -> LoginError | UnreachableError | None:
+    """Connector/J could not open `endpoint`: which connection, why, and the way out; None for any other error."""
+    m = _JDBC_CONNECT.search(_with_jvm_trace(exc))
+    if m is None:
+        return None
+    return refused(SPARK_JDBC, endpoint.name, _CONNECTION_TAG.sub("", m.group("reason")), endpoint.password)
+
+
+def _with_jvm_trace(exc: BaseException) -> str:
+    """The error's text and, for PySpark's captured errors, the JVM trace behind it: Spark 4 words a JDBC connection
+    it could not open as "[FAILED_JDBC.CONNECTION] ... Couldn't connect to the database" and keeps the driver's
+    reason in the trace's "Caused by:" lines only (CapturedException keeps that trace in `_stackTrace`)."""
+    trace = getattr(exc, "_stackTrace", None)
+    return f"{exc}\n{trace}" if isinstance(trace, str) else str(exc)

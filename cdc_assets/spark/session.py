@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 from cdc_assets.config import SparkConfig
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.errors import ConfigError
+from cdc_assets.spark.errors import jdbc_connect_failure
 
 _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 _JVM_OPTIONS = f"-Duser.timezone=UTC -Dlog4j2.configurationFile={_LOG_CONFIG}"
@@ -63,6 +64,12 @@ def warm_up(session: SparkSession, endpoint: JdbcEndpoint) -> None:
     """Pay Spark's first-job costs (class loading, codegen, Python worker start) at start-up.
 
     Measured: the first 1M-row batch of a fresh session took ~5 s longer than the next; a one-row
-    JDBC read through a Python worker first moves that cost out of the first split's read."""
-    frame = session.read.jdbc(endpoint.url, "(SELECT 1 AS warm_up) AS w", properties=endpoint.properties())
-    frame.mapInArrow(lambda batches: batches, frame.schema).collect()
+    JDBC read through a Python worker first moves that cost out of the first split's read. It is also the first
+    login of the Spark JDBC connection: a refusal is told as such (LoginError), naming that connection."""
+    try:
+        frame = session.read.jdbc(endpoint.url, "(SELECT 1 AS warm_up) AS w", properties=endpoint.properties())
+        frame.mapInArrow(lambda batches: batches, frame.schema).collect()
+    except Exception as exc:  # Py4J's error around the driver's
+        if (failure := jdbc_connect_failure(exc, endpoint)) is not None:
+            raise failure from None
+        raise

@@ -36,7 +36,8 @@ from cdc_assets.core.positions import MysqlPosition, is_before
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect
-from cdc_assets.errors import PositionLost, SourceSetupError, UnreachableError
+from cdc_assets.dbapi.mysql_login import NETWORK_HINT, REPLICATION, MysqlLogin, refused
+from cdc_assets.errors import LoginError, PositionLost, SourceSetupError, UnreachableError
 from cdc_assets.sources.mysql.json_text import json_text
 
 IDLE_AFTER = 1.0  # seconds without a yield before an Idle
@@ -435,12 +436,18 @@ def _open(url: DbUrl, server_id: int, start: MysqlPosition, events: list, tables
     reopening a non-blocking stream in a loop: each open costs two connections (~0.16 s of CPU, most of it
     the TLS context PyMySQL builds per connection)."""
     return BinLogStreamReader(
-        connection_settings={"host": url.host, "port": url.port, "user": url.user, "password": url.password,
-                             "connect_timeout": 10, "read_timeout": READ_TIMEOUT},
+        connection_settings=replication_settings(url),
         server_id=server_id, log_file=start.file, log_pos=start.pos, resume_stream=True, blocking=blocking,
         slave_heartbeat=HEARTBEAT_PERIOD if blocking else None,
         only_events=events, only_schemas=sorted({t.namespace for t in tables}),
         only_tables=sorted({t.name for t in tables}), is_mariadb=False, enable_logging=False)
+
+
+def replication_settings(url: DbUrl) -> dict:
+    """pymysql.connect keywords of the replication connection (and of the library's control connection): the
+    same TLS and RSA key exchange as every other connection to the server (dbapi/mysql_login.py)."""
+    return {"host": url.host, "port": url.port, "user": url.user, "password": url.password,
+            "connect_timeout": 10, "read_timeout": READ_TIMEOUT, **MysqlLogin.from_url(url).pymysql_args()}
 
 
 def _fetch(stream: BinLogStreamReader, url: DbUrl, start: MysqlPosition):
@@ -459,14 +466,15 @@ def _translate(exc: pymysql.err.MySQLError, url: DbUrl, start: MysqlPosition) ->
         if PURGED in reason:
             return PositionLost(f"the binlog from {start} was purged from {url} (or never existed)", REPLAN_HINT)
         return PositionLost(f"cannot read the binlog of {url} from {start}: {reason}", REPLAN_HINT)
-    if code == ER_ACCESS_DENIED_LOGIN:
-        return SourceSetupError(f"cannot log in to {url}: {reason}", "check the user and password in the URL")
+    if code == ER_ACCESS_DENIED_LOGIN or (isinstance(code, str) and ("auth" in code or "sha2" in code)):
+        return refused(REPLICATION, url, reason)  # PyMySQL words its own auth failures without a code
     if code in ER_MISSING_PRIVILEGE:
         return SourceSetupError(f"user '{url.user}' may not read the binlog of {url}: {reason}",
                                 "GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* to that user")
-    if code in CLIENT_ERRORS:
-        return UnreachableError(f"cannot reach the binlog of {url}: {reason}",
-                                "check that the server runs, the host/port/user/password in the URL, and the network")
+    if code in CLIENT_ERRORS:  # TLS refused, or no answer
+        failure = refused(REPLICATION, url, reason)
+        return failure if isinstance(failure, LoginError) else UnreachableError(
+            f"cannot reach the binlog of {url} over {REPLICATION}: {reason}", NETWORK_HINT)
     return exc
 
 
