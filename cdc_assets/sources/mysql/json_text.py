@@ -11,19 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from pymysqlreplication import json_binary
-from pymysqlreplication.json_binary import JsonDiff
 from pymysqlreplication.util.bytes import decode_decimal, decode_variable_length
-
-from cdc_assets.errors import SourceSetupError
 
 
 def json_text(value: Any) -> str:
     """A JSON column's binlog value as the snapshot reads it: the server's own text of the document."""
     if isinstance(value, str):
         return value  # MariaDB: JSON is LONGTEXT, already text
-    if isinstance(value, JsonDiff):
-        raise SourceSetupError("the binlog holds a partial JSON update, not the full row image",
-                               "set binlog_row_value_options='' in the server config")
     # MySQL 8 binary JSON decodes to Python values with bytes for keys and strings.
     return _mysql_json(value)
 
