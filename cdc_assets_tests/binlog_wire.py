@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 import zstandard
 from pymysql.protocol import MysqlPacket
 
-QUERY, XID, TABLE_MAP, WRITE_ROWS, UPDATE_ROWS, DELETE_ROWS, GTID, PARTIAL_UPDATE_ROWS, TRANSACTION_PAYLOAD = (
-    2, 16, 19, 30, 31, 32, 33, 39, 40)
+QUERY, XID, TABLE_MAP, WRITE_ROWS, UPDATE_ROWS, DELETE_ROWS, GTID, XA_PREPARE, PARTIAL_UPDATE_ROWS = (
+    2, 16, 19, 30, 31, 32, 33, 38, 39)
+TRANSACTION_PAYLOAD = 40
 MYSQL_TYPE_LONG, MYSQL_TYPE_LONGLONG, MYSQL_TYPE_JSON = 3, 8, 245
 COLUMN_NAME, SIGNEDNESS, SIMPLE_PRIMARY_KEY, VISIBILITY = 4, 1, 8, 12
 SERVER_ID = 1
@@ -65,6 +66,12 @@ def query(statement: str, schema: str = "shop") -> bytes:
 
 def xid(number: int) -> bytes:
     return struct.pack("<Q", number)
+
+
+def xa_prepare(gtrid: bytes, bqual: bytes, format_id: int = 1, one_phase: bool = False) -> bytes:
+    """XA_PREPARE_LOG_EVENT (control_events.h XA_prepare_event): one_phase u8, formatID u32, gtrid length u32,
+    bqual length u32, gtrid then bqual."""
+    return struct.pack("<BIII", one_phase, format_id, len(gtrid), len(bqual)) + gtrid + bqual
 
 
 def gtid(gno: int, transaction_length: int = 0) -> bytes:

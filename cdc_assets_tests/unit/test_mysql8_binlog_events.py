@@ -123,6 +123,22 @@ def test_a_compressed_transaction_of_another_table_is_read_past():
     assert out == [] and asm.boundary.pos == end
 
 
+def test_a_compressed_xa_prepare_is_held_until_its_commit():
+    """The manual: binary log transaction compression can be applied to XA transactions. The prepared group is
+    one payload (XA START, rows, XA END, XA_PREPARE); XA COMMIT comes later, uncompressed."""
+    log = w.Binlog()
+    log.add(w.GTID, w.gtid(5))
+    log.add(w.TRANSACTION_PAYLOAD, w.transaction_payload([
+        inner(w.QUERY, w.query("XA START X'6731',X'',1")), inner(w.TABLE_MAP, docs_map()),
+        inner(w.WRITE_ROWS, w.rows_event(TABLE_ID, COLS, [w.row(COLS, [8, 1, w.json_binary(True)])])),
+        inner(w.QUERY, w.query("XA END X'6731',X'',1")), inner(w.XA_PREPARE, w.xa_prepare(b"g1", b""))]))
+    log.add(w.GTID, w.gtid(6))
+    commit = log.add(w.QUERY, w.query("XA COMMIT X'6731',X'',1"))
+    out, _ = read(log.events)
+    assert len(out) == 1 and out[0].end.pos == commit
+    assert [(c.op, c.key, c.after) for c in out[0].changes] == [(Op.INSERT, (8,), {"id": 8, "n": 1, "doc": "true"})]
+
+
 def test_an_unreadable_payload_halts_naming_position_server_and_the_way_out():
     log = w.Binlog()
     log.add(w.GTID, w.gtid(5))

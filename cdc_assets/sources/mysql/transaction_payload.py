@@ -15,7 +15,12 @@ libbinlogevents/include/control_events.h, Transaction_payload_event):
         unknown types are skipped by their length
     HEADER_END_MARK = 0
     payload: PAYLOAD_SIZE bytes, the zstd frame(s) of the transaction's events (QUERY "BEGIN", TABLE_MAP, ROWS
-        ..., XID), each a whole event with its 19-byte header and no checksum (only the outer event has one).
+        ..., XID), each a whole event with its 19-byte header and no checksum (MySQL manual, "Binary Log
+        Transaction Compression": only the Transaction_payload_event as a whole carries one).
+
+Only row-based transactional groups are compressed (XA ones too); GTID events, DDL, statement-based and
+non-transactional groups stay uncompressed. A compressed transaction arrives as one packet (bounded by the
+server's max_allowed_packet) and is held decompressed while its events are read.
 
 The GTID event stays outside, before the payload. Positions come from the payload event, not from the inner
 headers: the last inner event (the XID or COMMIT that ends the transaction) gets the payload event's log_pos,
