@@ -129,10 +129,13 @@ def row(cols: list[Col], values: list) -> bytes:
     return bitmap([v is None for v in values]) + b"".join(value(c, v) for c, v in zip(cols, values) if v is not None)
 
 
-def rows_event(table_id: int, cols: list[Col], images: list[bytes], two_bitmaps: bool = False) -> bytes:
-    present = bitmap([True] * len(cols))
-    return (table_id.to_bytes(6, "little") + b"\x01\x00" + struct.pack("<H", 2) + lenenc(len(cols)) + present
-            + (present if two_bitmaps else b"") + b"".join(images))
+def rows_event(table_id: int, cols: list[Col], images: list[bytes], two_bitmaps: bool = False,
+               present: list[bool] | None = None) -> bytes:
+    """`present`: the first columns-present bitmap (binlog_row_image=MINIMAL logs only the key in a before image)."""
+    everything = bitmap([True] * len(cols))
+    first = everything if present is None else bitmap(present)
+    return (table_id.to_bytes(6, "little") + b"\x01\x00" + struct.pack("<H", 2) + lenenc(len(cols)) + first
+            + (everything if two_bitmaps else b"") + b"".join(images))
 
 
 def partial_after_image(cols: list[Col], values: list, partial: dict[str, bytes]) -> bytes:

@@ -14,6 +14,7 @@ from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.errors import SourceSetupError
 from cdc_assets.sources.mysql.binlog import BOUNDARY_EVENTS, READER_EVENTS, _Assembler, _open
+from cdc_assets.sources.mysql.partial_json import Cell, Member, parse_path
 from cdc_assets_tests import binlog_wire as w
 
 TABLE = TableId("shop", "docs")
@@ -218,6 +219,32 @@ def test_a_json_diff_the_before_image_cannot_take_halts_naming_table_position_an
     message = str(exc.value)
     assert "shop.docs" in message and '$."missing"' in message and "binlog.000001:" in message
     assert "binlog_row_value_options" in message and "127.0.0.1:3306" in message
+
+
+def test_json_diffs_against_a_minimal_before_image_halt_naming_the_row_image_setting():
+    """binlog_row_image=MINIMAL logs only the key in the before image: the document the diffs apply to is not
+    in the binlog."""
+    log = w.Binlog()
+    log.add(w.GTID, w.gtid(9))
+    log.add(w.QUERY, w.query("BEGIN"))
+    log.add(w.TABLE_MAP, docs_map())
+    before = w.bitmap([False]) + w.value(COLS[0], 1)  # only `id`
+    after = w.partial_after_image(COLS, [1, 7, None], {"doc": w.json_diff(0, "$.name", w.json_binary("x"))})
+    log.add(w.PARTIAL_UPDATE_ROWS, w.rows_event(TABLE_ID, COLS, [before, after], two_bitmaps=True,
+                                                present=[True, False, False]))
+    log.add(w.XID, w.xid(9))
+    with pytest.raises(SourceSetupError) as exc:
+        read(log.events)
+    assert "column 'doc'" in str(exc.value) and "binlog_row_image=FULL" in str(exc.value)
+
+
+@pytest.mark.parametrize("text, legs", [
+    ("$", ()),
+    ('$.a."b c"[3][last][last-2]', (Member(b"a"), Member(b"b c"), Cell(3), Cell(0, True), Cell(2, True))),
+    ('$."quo\\"te".\u00e9t\u00e9', (Member(b'quo"te'), Member("\u00e9t\u00e9".encode()))),
+])
+def test_json_diff_paths_read_as_json_path_to_string_writes_them(text, legs):
+    assert parse_path(text) == legs
 
 
 # ---- a column the described table lacks --------------------------------------------------------------------------
