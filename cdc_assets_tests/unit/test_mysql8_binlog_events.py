@@ -19,8 +19,8 @@ from cdc_assets_tests import binlog_wire as w
 
 TABLE = TableId("shop", "docs")
 COLS = [w.INT("id"), w.INT("n", nullable=True), w.JSON("doc")]
-SCHEMA = TableSchema(TABLE, (Column("id", Kind.INT, "int", nullable=False, bits=32), Column("n", Kind.INT, "int", bits=32),
-                             Column("doc", Kind.JSON, "json")), ("id",))
+SCHEMA = TableSchema(TABLE, (Column("id", Kind.INT, "int", nullable=False, bits=32),
+                             Column("n", Kind.INT, "int", bits=32), Column("doc", Kind.JSON, "json")), ("id",))
 URL = DbUrl.parse("mysql://repl@127.0.0.1:3306")
 START = MysqlPosition("binlog.000001", 4)
 TABLE_ID = 91

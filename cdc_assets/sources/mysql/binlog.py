@@ -174,9 +174,9 @@ def converters(schema: TableSchema) -> dict[str, Converter]:
 
 
 def described(values: dict, names: Collection[str]) -> dict:
-    """Only the columns `schema` describes, by name: a column the server logs that the task does not carry
-    (a functional index's hidden column, one added since the schema was read, an excluded one) never reaches
-    the target. Names come from binlog_row_metadata=FULL, so no value moves to another column."""
+    """Only the columns in `names`, the described table's: a column the server logs that the task does not
+    carry (a functional index's hidden column, one added since the schema was read, an excluded one) never
+    reaches the target. Names come from binlog_row_metadata=FULL, so no value moves to another column."""
     return {name: value for name, value in values.items() if name in names}
 
 
@@ -385,9 +385,9 @@ class _Assembler:
     def _payload(self, event: TransactionPayloadEvent):
         """A compressed transaction: its inner events, as if they had come one by one."""
         if event.failure is not None:
-            raise SourceSetupError(
-                f"cannot read the compressed transaction (TRANSACTION_PAYLOAD_EVENT) ending at "
-                f"{MysqlPosition(self.file, event.log_pos)} in the binlog of {self.where}: {event.failure}", PAYLOAD_HINT)
+            end = MysqlPosition(self.file, event.log_pos)
+            raise SourceSetupError(f"cannot read the compressed transaction (TRANSACTION_PAYLOAD_EVENT) ending at "
+                                   f"{end} in the binlog of {self.where}: {event.failure}", PAYLOAD_HINT)
         out = None
         for inner in event.events:
             if type(inner) in self._handlers:  # TABLE_MAP and the like did their work while being parsed
@@ -427,9 +427,10 @@ class _Assembler:
     def _update(self, event: UpdateRowsEvent) -> None:
         if found := self._rows(event):
             table, schema, convs, pos = found
+            names = self._names[table]
             for row in self._whole_json(event, table, pos):
-                before = normalise_image(described(row["before_values"], self._names[table]), row["before_none_sources"], convs)
-                after = normalise_image(described(row["after_values"], self._names[table]), row["after_none_sources"], convs)
+                before = normalise_image(described(row["before_values"], names), row["before_none_sources"], convs)
+                after = normalise_image(described(row["after_values"], names), row["after_none_sources"], convs)
                 # MINIMAL leaves unchanged key columns out of the after image; the before image has the key.
                 after = {**{k: before[k] for k in schema.primary_key if k not in after}, **after}
                 key, old = _key(schema, after), _key(schema, before)
