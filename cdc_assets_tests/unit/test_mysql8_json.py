@@ -3,6 +3,8 @@ Json_wrapper::to_string): large documents with 32-bit offsets, deep nesting and 
 documents are laid out byte for byte per json_binary.h by cdc_assets_tests/binlog_wire.json_binary."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from pymysqlreplication.json_binary import parse_json  # what the library runs on a JSON column's bytes
 
@@ -49,3 +51,36 @@ def test_deeply_nested_documents_print_whole():
         doc = [doc] if depth % 2 else {"k": doc}
     assert text_of(json_binary(doc)) == text_of(json_binary(doc, large=True))
     assert text_of(json_binary(doc)).count("[") == 49 and '"leaf"' in text_of(json_binary(doc))
+
+
+def mysql_order(doc):
+    """MySQL's own text of a document: members sorted by key length, then bytes (Json_key_comparator), ", " and
+    ": " between them (Json_wrapper::to_string)."""
+    if isinstance(doc, dict):
+        return {k: mysql_order(doc[k]) for k in sorted(doc, key=lambda k: (len(k.encode()), k.encode()))}
+    if isinstance(doc, list):
+        return [mysql_order(v) for v in doc]
+    return doc
+
+
+# The documents of python-mysql-replication's own JSON tests (pymysqlreplication/tests/test_data_type.py, run there
+# against a live MySQL 8), laid out here as MySQL stores them; the big ones pass 64 KiB, so MySQL stores them in the
+# large format.
+LIBRARY_DOCUMENTS = {
+    "test_json": ({"my_key": "my_val", "my_key2": "my_val2"}, False),
+    "test_json_array": (["my_val", "my_val2"], False),
+    "test_json_large": ({f"foooo{i}": f"baaaaar{i}" for i in range(2560)}, True),
+    "test_json_large_array": ({"my_key": list(range(100000))}, True),
+    "test_json_large_with_literal": ({**{f"foooo{i}": f"baaaaar{i}" for i in range(2560)}, "literal": True}, True),
+    "test_json_types": ([True, False, None, 1.2, 2 ^ 14, 2 ^ 30, 2 ^ 62, -1 * 2 ^ 14, ["foo", "bar"],
+                         {"a": "b", "c": None}], False),
+    "test_json_unicode": ({"miam": "🍔"}, False),
+    "test_json_long_string": ({"my_key": "super_long_string" * 100}, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARY_DOCUMENTS))
+def test_the_library_test_documents_print_as_mysql_prints_them(name):
+    doc, large = LIBRARY_DOCUMENTS[name]
+    want = json.dumps(mysql_order(doc), ensure_ascii=False, separators=(", ", ": "))
+    assert text_of(json_binary(doc, large=large)) == want
