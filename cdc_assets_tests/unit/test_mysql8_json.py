@@ -84,3 +84,10 @@ def test_the_library_test_documents_print_as_mysql_prints_them(name):
     doc, large = LIBRARY_DOCUMENTS[name]
     want = json.dumps(mysql_order(doc), ensure_ascii=False, separators=(", ", ": "))
     assert text_of(json_binary(doc, large=large)) == want
+
+
+def test_strings_are_escaped_as_mysql_double_quote_escapes_them():
+    """json_dom.cc double_quote/escape_character: '"', '\\', \\b \\t \\n \\f \\r by letter, other bytes up to 0x1f as
+    \\u00xx in lower-case hex, everything else (0x7f, non-ASCII) as is."""
+    doc = {"k\n": 'q"b\\s\b\t\n\f\r\x01\x1f\x7fé'}
+    assert text_of(json_binary(doc)) == '{"k\\n": "q\\"b\\\\s\\b\\t\\n\\f\\r\\u0001\\u001f\x7fé"}'
