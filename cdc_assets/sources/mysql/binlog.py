@@ -39,6 +39,8 @@ from cdc_assets.dbapi.connect import connect
 from cdc_assets.dbapi.mysql_login import NETWORK_HINT, REPLICATION, MysqlLogin, refused
 from cdc_assets.errors import LoginError, PositionLost, SourceSetupError, UnreachableError
 from cdc_assets.sources.mysql.json_text import json_text
+from cdc_assets.sources.mysql.partial_json import JsonDiffError, resolve_partial_json
+from cdc_assets.sources.mysql.transaction_payload import TransactionPayloadEvent
 
 IDLE_AFTER = 1.0  # seconds without a yield before an Idle
 HEARTBEAT_PERIOD = 0.5  # seconds: an idle server sends HEARTBEAT_LOG_EVENT this often on a blocking stream
@@ -60,9 +62,16 @@ ROW_METADATA_HINT = ("set binlog_row_metadata=FULL in the server config (MariaDB
 ROW_IMAGE_HINT = ("make every session log full row images (binlog_row_image=FULL in the server config, and no "
                   "SET SESSION binlog_row_image=MINIMAL/NOBLOB), then re-snapshot the tables: " + REPLAN_HINT)
 
+PAYLOAD_HINT = ("set binlog_transaction_compression=OFF on the source (globally and in the writing sessions), "
+                "then " + REPLAN_HINT)
+PARTIAL_JSON_HINT = ("set binlog_row_value_options='' (the default) and binlog_row_image=FULL on the source (globally "
+                     "and in the writing sessions), then " + REPLAN_HINT)
+
+# TransactionPayloadEvent: MySQL's compressed transactions, whose inner events the reader takes in turn.
 READER_EVENTS = [WriteRowsEvent, UpdateRowsEvent, PartialUpdateRowsEvent, DeleteRowsEvent, XidEvent, QueryEvent,
-                 RotateEvent, GtidEvent, MariadbGtidEvent, HeartbeatLogEvent, XAPrepareEvent]
-BOUNDARY_EVENTS = [XidEvent, QueryEvent, RotateEvent, GtidEvent, MariadbGtidEvent, XAPrepareEvent]
+                 RotateEvent, GtidEvent, MariadbGtidEvent, HeartbeatLogEvent, XAPrepareEvent, TransactionPayloadEvent]
+BOUNDARY_EVENTS = [XidEvent, QueryEvent, RotateEvent, GtidEvent, MariadbGtidEvent, XAPrepareEvent,
+                   TransactionPayloadEvent]
 
 Converter = Callable[[Any], Any]
 
@@ -163,6 +172,13 @@ def converter(column: Column) -> Converter | None:
 
 def converters(schema: TableSchema) -> dict[str, Converter]:
     return {c.name: conv for c in schema.columns if (conv := converter(c)) is not None}
+
+
+def described(values: dict, names: Collection[str]) -> dict:
+    """Only the columns in `names`, the described table's: a column the server logs that the task does not
+    carry (a functional index's hidden column, one added since the schema was read, an excluded one) never
+    reaches the target. Names come from binlog_row_metadata=FULL, so no value moves to another column."""
+    return {name: value for name, value in values.items() if name in names}
 
 
 def normalise_image(values: dict, none_sources: dict, convs: dict[str, Converter]) -> dict:
@@ -278,11 +294,13 @@ class _Assembler:
         self.parted = False  # parts of the current group were handed out
         self.xa = False  # the current group is an XA transaction's: held whole until its outcome
         self._convs = {table: converters(schema) for table, schema in schemas.items()}
+        self._names = {table: frozenset(c.name for c in schema.columns) for table, schema in schemas.items()}
         self._handlers = {
             WriteRowsEvent: self._insert, UpdateRowsEvent: self._update, PartialUpdateRowsEvent: self._update,
             DeleteRowsEvent: self._delete, XidEvent: self._xid, QueryEvent: self._query,
             RotateEvent: self._rotate, GtidEvent: self._gtid, MariadbGtidEvent: self._gtid,
             HeartbeatLogEvent: self._heartbeat, XAPrepareEvent: self._xa_prepare,
+            TransactionPayloadEvent: self._payload,
         }
 
     def feed(self, event) -> list[Transaction | TransactionPart | SchemaChange] | None:
@@ -365,6 +383,19 @@ class _Assembler:
         self._end(event)
         return []
 
+    def _payload(self, event: TransactionPayloadEvent):
+        """A compressed transaction: its inner events, as if they had come one by one."""
+        if event.failure is not None:
+            end = MysqlPosition(self.file, event.log_pos)
+            raise SourceSetupError(f"cannot read the compressed transaction (TRANSACTION_PAYLOAD_EVENT) ending at "
+                                   f"{end} in the binlog of {self.where}: {event.failure}", PAYLOAD_HINT)
+        out = None
+        for inner in event.events:
+            if type(inner) in self._handlers:  # TABLE_MAP and the like did their work while being parsed
+                items = self.feed(inner)
+                out = items if out is None else out + (items or [])
+        return out
+
     def _xa_outcome(self, event: QueryEvent, m: re.Match) -> list[Transaction]:
         xid = bytes.fromhex(m["gtrid"]), bytes.fromhex(m["bqual"]), int(m["format"])
         changes = self.prepared.pop(xid, None)
@@ -389,7 +420,7 @@ class _Assembler:
         if found := self._rows(event):
             table, schema, convs, pos = found
             for row in event.rows:
-                after = normalise_image(row["values"], row["none_sources"], convs)
+                after = normalise_image(described(row["values"], self._names[table]), row["none_sources"], convs)
                 key = _key(schema, after)
                 self._require_whole(table, row["none_sources"], pos, f"an insert of key {key}")
                 self.changes.append(RowChange(table, Op.INSERT, key, after, None, pos))
@@ -397,9 +428,10 @@ class _Assembler:
     def _update(self, event: UpdateRowsEvent) -> None:
         if found := self._rows(event):
             table, schema, convs, pos = found
-            for row in event.rows:
-                before = normalise_image(row["before_values"], row["before_none_sources"], convs)
-                after = normalise_image(row["after_values"], row["after_none_sources"], convs)
+            names = self._names[table]
+            for row in self._whole_json(event, table, pos):
+                before = normalise_image(described(row["before_values"], names), row["before_none_sources"], convs)
+                after = normalise_image(described(row["after_values"], names), row["after_none_sources"], convs)
                 # MINIMAL leaves unchanged key columns out of the after image; the before image has the key.
                 after = {**{k: before[k] for k in schema.primary_key if k not in after}, **after}
                 key, old = _key(schema, after), _key(schema, before)
@@ -411,8 +443,20 @@ class _Assembler:
         if found := self._rows(event):
             table, schema, convs, pos = found
             for row in event.rows:
-                before = normalise_image(row["values"], row["none_sources"], convs)
+                before = normalise_image(described(row["values"], self._names[table]), row["none_sources"], convs)
                 self.changes.append(RowChange(table, Op.DELETE, _key(schema, before), None, before, pos))
+
+    def _whole_json(self, event: UpdateRowsEvent, table: TableId, pos: MysqlPosition) -> list[dict]:
+        """The event's rows, with each partial JSON value (binlog_row_value_options=PARTIAL_JSON) rebuilt from
+        the before image into the whole document."""
+        try:
+            rows = event.rows
+            for row in rows:
+                resolve_partial_json(row["before_values"], row["after_values"])
+        except JsonDiffError as exc:
+            raise SourceSetupError(f"a partial JSON update of {table} at {pos} in the binlog of {self.where} cannot "
+                                   f"be applied: {exc}", PARTIAL_JSON_HINT) from None
+        return rows
 
     def _require_whole(self, table: TableId, none_sources: dict, pos: MysqlPosition, what: str) -> None:
         missing = [name for name, source in none_sources.items() if source == NONE_SOURCE.COLS_BITMAP]

@@ -7,23 +7,19 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from pymysqlreplication import json_binary
-from pymysqlreplication.json_binary import JsonDiff
 from pymysqlreplication.util.bytes import decode_decimal, decode_variable_length
-
-from cdc_assets.errors import SourceSetupError
 
 
 def json_text(value: Any) -> str:
     """A JSON column's binlog value as the snapshot reads it: the server's own text of the document."""
     if isinstance(value, str):
         return value  # MariaDB: JSON is LONGTEXT, already text
-    if isinstance(value, JsonDiff):
-        raise SourceSetupError("the binlog holds a partial JSON update, not the full row image",
-                               "set binlog_row_value_options='' in the server config")
     # MySQL 8 binary JSON decodes to Python values with bytes for keys and strings.
     return _mysql_json(value)
 
@@ -37,9 +33,50 @@ def _mysql_json(value: Any) -> str:
         return "[" + ", ".join(_mysql_json(v) for v in value) + "]"
     if isinstance(value, JsonScalar):
         return value.text
+    if isinstance(value, float):
+        return double_text(value)
     if isinstance(value, bytes):
         value = value.decode("utf-8", errors="replace")
     return json.dumps(value, ensure_ascii=False)
+
+
+MY_GCVT_MAX_FIELD_WIDTH = 34  # DBL_DIG + 4 + max(5, MAX_DECPT_FOR_F_FORMAT) (include/mysql/strings/dtoa.h)
+MAX_DECPT_FOR_F_FORMAT = 15  # DBL_DIG
+
+
+def double_text(value: float) -> str:
+    """A JSON double as MySQL prints it: my_gcvt(d, MY_GCVT_ARG_DOUBLE, MY_GCVT_MAX_FIELD_WIDTH) (strings/dtoa.cc),
+    then ".0" when that has neither '.' nor 'e' (json_dom.cc wrapper_to_string). Python's repr differs: 1e+16
+    for MySQL's 1e16, 1e-05 for 0.00001.
+
+    my_gcvt asks dtoa (mode 4, 34 digits) for the shortest digits that round to the double: the digits of
+    repr(). With at most 17 digits in a 34-character field no digit is ever cut, so only the choice between
+    the 'f' and the 'e' format is left, taken here as my_gcvt takes it."""
+    if value == 0:
+        return "-0.0" if math.copysign(1, value) < 0 else "0.0"
+    sign, magnitude = ("-" if value < 0 else ""), abs(value)
+    width = MY_GCVT_MAX_FIELD_WIDTH - (1 if value < 0 else 0)
+    digits_tuple, exponent = Decimal(repr(magnitude)).normalize().as_tuple()[1:]
+    digits = "".join(map(str, digits_tuple))
+    n, decpt = len(digits), len(digits) + exponent
+    exp_len = 1 + (decpt >= 101 or decpt <= -99) + (decpt >= 11 or decpt <= -9)
+    have_space = (n - decpt + 2 if decpt <= 0 else n + 1 if decpt < n else decpt) <= width
+    force_e = decpt <= 0 and width <= 2 - decpt and width >= 3 + exp_len
+    f_format = ((have_space or (decpt <= width and (decpt >= -1 or (decpt == -2 and (n > 1 or not force_e)))
+                                and not force_e))
+                and (not have_space or (decpt >= -MAX_DECPT_FOR_F_FORMAT + 1
+                                        and (decpt <= MAX_DECPT_FOR_F_FORMAT or n > decpt))))
+    if f_format:
+        if decpt <= 0:
+            text = "0." + "0" * -decpt + digits
+        elif decpt < n:
+            text = digits[:decpt] + "." + digits[decpt:]
+        else:
+            text = digits + "0" * (decpt - n)
+    else:
+        text = digits[0] + ("." + digits[1:] if n > 1 else "") + f"e{decpt - 1}"
+    text = sign + text
+    return text if "." in text or "e" in text else text + ".0"
 
 
 @dataclass(frozen=True)
