@@ -216,7 +216,7 @@ def test_bounded_read_ends_when_nothing_captured_reaches_stop_at(db):
     start = db.position()
     db.commit("INSERT INTO other VALUES (1)")
     db.execute("FLUSH BINARY LOGS")
-    stop = db.position()
+    stop = _after_binlog_checkpoint(db)
     assert stop.file != start.file
 
     began = time.monotonic()
@@ -224,6 +224,20 @@ def test_bounded_read_ends_when_nothing_captured_reaches_stop_at(db):
 
     assert time.monotonic() - began < 5
     assert items == [Idle(stop)]
+
+
+def _after_binlog_checkpoint(db):
+    """The log end once MariaDB wrote the new file's own Binlog_checkpoint event: it writes that event when the old
+    file's transactions are durable, asynchronously, so a log end read right after a rotation can still move."""
+    deadline = time.monotonic() + 30
+    while True:
+        position = db.position()
+        with db.conn.cursor() as cur:
+            cur.execute(f"SHOW BINLOG EVENTS IN '{position.file}'")
+            if any(row[2] == "Binlog_checkpoint" and position.file in row[5] for row in cur.fetchall()):
+                return db.position()
+        assert time.monotonic() < deadline, "MariaDB wrote no Binlog_checkpoint for the new binlog"
+        time.sleep(0.05)
 
 
 def test_transactions_across_a_rotation_carry_the_new_file(db):

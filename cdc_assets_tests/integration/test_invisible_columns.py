@@ -60,7 +60,7 @@ def test_invisible_columns_arrive_from_the_snapshot_and_the_log(tmp_path, server
                     cur.execute(statement)
             sync(rt, until_caught_up=True)
         finally:
-            rt.close(stop_spark=False)
+            rt.close()
         want = rows(src, "mysql", unique_name)
     assert want == [(1, "one", 12, 101, "x"), (3, "three", None, 300, "z"), (4, "four", 44, 400, "dflt"),
                     (5, "five", None, 500, "dflt")]
