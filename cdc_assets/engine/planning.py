@@ -69,6 +69,20 @@ def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
     return out
 
 
+def plan_unplanned(rt: TaskRuntime) -> list[SplitPlan]:
+    """The plans of the configured tables, planning only when one has no plan yet (the planner sensor's tick).
+
+    Plans are frozen, so once every table has one there is nothing to check or plan: no database is touched
+    (no capture check, describe or publication change every tick). A table added to the config runs every check
+    of `ensure_plans`. A plan of a table that left the config is dropped as `ensure_plans` would drop it."""
+    configured = rt.config.source.table_ids
+    if any(rt.plans.load(t) is None for t in configured):
+        return [tp.plan for tp in ensure_plans(rt)]
+    if any(p.table not in configured for p in rt.plans.all()):
+        _drop_abandoned_plans(rt)
+    return list(load_plans(rt).values())
+
+
 def _drop_abandoned_plans(rt: TaskRuntime) -> None:
     """Plans of tables that left the config before the log phase applied them: nothing will snapshot them, and
     a plan that never joins would hold the PostgreSQL slot's acknowledgement back (membership.release_bound).
