@@ -62,7 +62,8 @@ class Resumer:
         """Before the read: the position every change not in the snapshot comes after.
 
         Returns how many times each split has now been read (1 unless a crash or failure came between)."""
-        doing = {r.position_key: r for r in self.records() if r.resumer_type == SNAPSHOT_DOING}
+        doing = {r.position_key: r for r in self.store.load(self.task_id, SNAPSHOT_DOING,
+                                                             [w.split.id for w in watermarks])}
         records = []
         for w in watermarks:
             reads = int(doing[w.split.id].position_data.get("reads", 0)) + 1 if w.split.id in doing else 1
@@ -117,25 +118,25 @@ class Resumer:
         self._put(records, store=not self.writes_in_target)
 
     def checkpoint(self) -> Checkpoint | None:
-        for r in self.records():
-            if r.resumer_type == CDC_DOING and r.position_key == CHECKPOINT_KEY:
-                d = r.position_data
-                ahead = {TableId.parse(t): position_from_json(p) for t, p in d.get("tables_ahead", {}).items()}
-                return Checkpoint(position_from_json(d), int(d.get("schema_version", 0)), int(d.get("events", 0)),
-                                  ahead)
-        return None
+        [record] = self.store.load(self.task_id, CDC_DOING, [CHECKPOINT_KEY]) or [None]
+        if record is None:
+            return None
+        d = record.position_data
+        ahead = {TableId.parse(t): position_from_json(p) for t, p in d.get("tables_ahead", {}).items()}
+        return Checkpoint(position_from_json(d), int(d.get("schema_version", 0)), int(d.get("events", 0)), ahead)
 
     def schemas(self, version: int) -> dict[TableId, TableSchema] | None:
-        for r in self.records():
-            if r.resumer_type == CDC_SCHEMA and r.position_key == f"v{version}":
-                return {s.table: s for s in map(schema_from_json, r.position_data["tables"])}
-        return None
+        [record] = self.store.load(self.task_id, CDC_SCHEMA, [f"v{version}"]) or [None]
+        if record is None:
+            return None
+        return {s.table: s for s in map(schema_from_json, record.position_data["tables"])}
 
     def records(self) -> list[PositionRecord]:
         return self.store.load(self.task_id)
 
-    def finished(self) -> dict[str, PositionRecord]:
-        return {r.position_key: r for r in self.records() if r.resumer_type == SNAPSHOT_FINISHED}
+    def finished(self, split_ids: Sequence[str] | None = None) -> dict[str, PositionRecord]:
+        """Finished markers by split id: of `split_ids` only when given (a keyed read), else every one."""
+        return {r.position_key: r for r in self.store.load(self.task_id, SNAPSHOT_FINISHED, split_ids)}
 
     def clear(self) -> None:
         self.store.clear(self.task_id)
