@@ -1,11 +1,12 @@
 """Keyed reads of the resumer: each read asks the position store for the records it needs by
 (task_id, resumer_type, position_key) instead of loading every record of the task, in every placement."""
 import sqlite3
+from dataclasses import replace
 
 import pytest
 
 from cdc_assets.core.positions import MysqlPosition
-from cdc_assets.core.splits import KeyRange, Split
+from cdc_assets.core.splits import KeyRange, Split, SplitPhase
 from cdc_assets.core.tables import TableId
 from cdc_assets.resumer.logfile import PositionLog
 from cdc_assets.resumer.records import CDC_DOING, CHECKPOINT_KEY, SNAPSHOT_DOING, SNAPSHOT_FINISHED, PositionRecord
@@ -53,10 +54,21 @@ def test_keyed_reads_return_exactly_the_records_asked_for(resumer):
     assert resumer.schemas(0) == {} and resumer.schemas(1) is None
 
 
-def test_record_low_counts_the_reads_of_its_own_splits(resumer):
+def test_record_low_counts_the_reads_of_its_own_splits_and_phases_are_split_phases(resumer):
     low = MysqlPosition("b.000002", 50)
-    reads = resumer.record_low([SplitWatermarks(split(3), "p1", low), SplitWatermarks(split(SPLITS), "p1", low)])
+    marks = [SplitWatermarks(split(3), "p1", low), SplitWatermarks(split(SPLITS), "p1", low)]
+    reads = resumer.record_low(marks)
     assert reads == {split(3).id: 2, split(SPLITS).id: 1}
+
+    def phases() -> list[SplitPhase]:
+        doing = {r.position_key: r for r in resumer.store.load("t", SNAPSHOT_DOING, [m.split.id for m in marks])}
+        return [SplitPhase(doing[m.split.id].position_data["phase"]) for m in marks]
+
+    assert phases() == [SplitPhase.LOW_RECORDED] * 2
+    resumer.record_high([replace(m, high=MysqlPosition("b.000002", 60)) for m in marks], reads)
+    assert phases() == [SplitPhase.HIGH_RECORDED] * 2
+    resumer.record_failed(marks[:1], reads, "the commit failed")
+    assert phases() == [SplitPhase.FAILED, SplitPhase.HIGH_RECORDED]
 
 
 def test_sqlite_keyed_reads_search_the_unique_index_instead_of_scanning_the_task(tmp_path):
