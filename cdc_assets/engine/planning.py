@@ -10,7 +10,7 @@ from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.columns import carried
 from cdc_assets.engine.plans import plan_table
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.errors import PlanError
+from cdc_assets.errors import REPLAN_HINT, PlanError
 
 log = logging.getLogger("cdc_assets.planning")
 
@@ -52,7 +52,7 @@ def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
             if existing.split_column != schema.split_column.name:
                 raise PlanError(
                     f"the plan of {schema.table} splits on '{existing.split_column}' but the table now splits on "
-                    f"'{schema.split_column.name}'", "run `cdc-assets plan --replan` to re-plan and re-snapshot the task")
+                    f"'{schema.split_column.name}'", REPLAN_HINT)
             out.append(TablePlan(schema, existing, created=False))
             continue
         if planned_at is None:
