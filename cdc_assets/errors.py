@@ -1,8 +1,18 @@
 """Typed, actionable errors: what failed, on which object, and what to do about it.
 
-Every message is safe to log: URLs are rendered masked before they reach an error.
+Every message is safe to log: URLs are rendered masked before they reach an error, and a driver's own text is
+`scrub`bed of the password it was given. The hints that several errors share are written here once.
 """
 from __future__ import annotations
+
+REPLAN_HINT = "re-plan and re-snapshot the task: cdc-assets plan --replan"
+NETWORK_HINT = "check that the server runs, the host/port/user/password in the URL, and the network"
+MASK = "***"
+
+
+def scrub(text: str, secret: str) -> str:
+    """`text` with `secret` masked: drivers may echo the password they were given in their messages."""
+    return text.replace(secret, MASK) if secret else text
 
 
 class CdcError(Exception):

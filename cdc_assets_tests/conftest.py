@@ -1,5 +1,11 @@
-"""Session fixtures: one private MariaDB and one private PostgreSQL for the whole test run."""
+"""Session fixtures: one private MariaDB and one private PostgreSQL for the whole test run.
+
+Markers: a test that uses the `spark` fixture is marked `spark` here; one that starts Spark another way (a CLI
+snapshot in a process of its own) says so with `pytestmark = pytest.mark.spark`. `pytest -m "not spark and not
+crash"` is then the fast lane, and a test that starts Spark in process without the marker fails.
+"""
 import shutil
+import sys
 import tempfile
 import uuid
 from dataclasses import dataclass
@@ -16,6 +22,26 @@ class Servers:
     mariadb: MariaDbServer
     postgres: PostgresServer
     base_dir: Path
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+
+
+def _spark_running() -> bool:
+    pyspark = sys.modules.get("pyspark")
+    return pyspark is not None and pyspark.SparkContext._active_spark_context is not None
+
+
+@pytest.fixture(autouse=True)
+def _spark_only_when_marked(request):
+    """Keeps the fast lane fast: an unmarked test that leaves a Spark context behind fails, naming the marker."""
+    running = _spark_running()
+    yield
+    if not running and _spark_running() and request.node.get_closest_marker("spark") is None:
+        pytest.fail(f"{request.node.nodeid} started Spark: mark it with pytest.mark.spark", pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -50,8 +51,20 @@ def write_config(tmp_path: Path, servers, *, task_id: str, source: str, source_d
     return path
 
 
+def cli_command(config: Path, *args: str) -> list[str]:
+    """`cdc-assets --config <config> <args>` as this interpreter runs it (tests run from a checkout)."""
+    return [sys.executable, "-m", "cdc_assets.cli", "--config", str(config), *args]
+
+
 def config_for(*args, **kwargs) -> TaskConfig:
     return load_config(write_config(*args, **kwargs))
+
+
+def execute(conn, *statements: str) -> None:
+    """Run statements one by one on a DBAPI connection (MariaDB or PostgreSQL)."""
+    with conn.cursor() as cur:
+        for statement in statements:
+            cur.execute(statement)
 
 
 def fetch_rows(conn, table_sql: str, order_by: str) -> list[tuple]:

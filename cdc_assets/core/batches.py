@@ -13,9 +13,7 @@ from dataclasses import dataclass, field
 from cdc_assets.core.events import Op, RowChange, Transaction
 from cdc_assets.core.positions import Position
 from cdc_assets.core.tables import TableId, TableSchema
-from cdc_assets.errors import CdcError
-
-REPLAN_HINT = "re-plan and re-snapshot the task: cdc-assets plan --replan"
+from cdc_assets.errors import REPLAN_HINT, CdcError
 
 
 class MoveIncomplete(CdcError):

@@ -4,19 +4,32 @@ A split covers `start <= k < end` on the table's split column (the first key col
 `None` means unbounded. The last split is open-ended so rows inserted after planning are read.
 Rows sharing a split-column value always fall in one split, which keeps composite keys correct.
 
-Split lifecycle (recorded by the resumer):
-    PLANNED -> LOW_RECORDED -> READ -> HIGH_RECORDED -> FINISHED
+Split lifecycle, as the resumer records it (`SplitPhase`; a planned split has no record yet, a finished one has
+its finished marker, a record of its own):
+
+    planned -> LOW_RECORDED -> HIGH_RECORDED -> finished marker
+                    |              |
+                    +--> FAILED <--+      (read again from a new LOW_RECORDED)
 """
 from __future__ import annotations
 
 import hashlib
 import json
 from dataclasses import dataclass
+from enum import Enum
 from typing import Union
 
 from cdc_assets.core.tables import TableId
 
 KeyValue = Union[int, str]  # ints stay ints; every other key kind travels as its canonical text
+
+
+class SplitPhase(str, Enum):
+    """The `phase` of a split's SnapshotDoing record; its value is what position.log shows."""
+
+    LOW_RECORDED = "LOW_RECORDED"  # the low watermark is taken, the read may have begun
+    HIGH_RECORDED = "HIGH_RECORDED"  # the rows are staged and the high watermark taken; the commit comes next
+    FAILED = "FAILED"  # the read or its commit failed; the record says why
 
 
 @dataclass(frozen=True)

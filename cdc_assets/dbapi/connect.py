@@ -10,7 +10,7 @@ import psycopg2
 
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.mysql_login import PYMYSQL, MysqlLogin, refused
-from cdc_assets.errors import UnreachableError
+from cdc_assets.errors import NETWORK_HINT, UnreachableError, scrub
 
 STRICT_UTC_SESSION = "SET time_zone = '+00:00', sql_mode = CONCAT_WS(',', NULLIF(@@sql_mode, ''), 'STRICT_ALL_TABLES')"
 
@@ -39,10 +39,9 @@ def connect(url: DbUrl, database: str | None = None, *, autocommit: bool = True)
     except pymysql.err.OperationalError as exc:
         raise refused(PYMYSQL, url.with_database(db), _pymysql_reason(exc)) from None
     except psycopg2.OperationalError as exc:
-        reason = str(exc).replace(url.password, "***") if url.password else str(exc)
+        reason = scrub(str(exc), url.password)
         raise UnreachableError(
-            f"cannot connect to {url.with_database(db)}: {reason.strip().splitlines()[0]}",
-            "check that the server runs, the host/port/user/password in the URL, and the network",
+            f"cannot connect to {url.with_database(db)}: {reason.strip().splitlines()[0]}", NETWORK_HINT,
         ) from None
     raise ValueError(f"no DBAPI connection for {url.db_type}")
 

@@ -28,7 +28,7 @@ from enum import Enum
 from pathlib import Path
 
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.errors import ConfigError, LoginError, UnreachableError
+from cdc_assets.errors import NETWORK_HINT, ConfigError, LoginError, UnreachableError, scrub
 
 SSL_MODE, SSL_CA, SERVER_PUBLIC_KEY_PATH = "ssl-mode", "ssl-ca", "server-public-key-path"
 KNOWN_PARAMETERS = (SSL_MODE, SSL_CA, SERVER_PUBLIC_KEY_PATH)
@@ -140,7 +140,6 @@ KEY_HINT = ("the account logs in with caching_sha2_password, whose full authenti
             "(or drop that parameter to let the clients fetch it)")
 TLS_HINT = ("check ssl-mode and ssl-ca in the URL: the server must have TLS on, ssl-ca must be the CA that signed its "
             "certificate (VERIFY_CA), whose name must match the URL's host (VERIFY_IDENTITY)")
-NETWORK_HINT = "check that the server runs, the host/port/user/password in the URL, and the network"
 
 
 def refusal_hint(reason: str) -> str | None:
@@ -158,8 +157,7 @@ def refused(connection: str, url: DbUrl | str, reason: str, password: str = "") 
     LoginError when the server or the TLS layer refused us, an UnreachableError when nothing answered. The password
     is masked even if the driver echoed it."""
     password = password or (url.password if isinstance(url, DbUrl) else "")
-    if password:
-        reason = reason.replace(password, "***")
+    reason = scrub(reason, password)
     message = f"cannot connect to {url} over {connection}: {reason.strip()}"
     hint = refusal_hint(reason)
     return UnreachableError(message, NETWORK_HINT) if hint is None else LoginError(message, hint)

@@ -4,7 +4,7 @@ import dagster as dg
 
 from cdc_assets.config import TaskConfig, load_config
 from cdc_assets.defs.partitions import add_requests
-from cdc_assets.engine.planning import ensure_plans
+from cdc_assets.engine.planning import plan_unplanned
 from cdc_assets.engine.runtime import TaskRuntime
 
 
@@ -19,7 +19,7 @@ def split_planner_sensor(config: TaskConfig, config_path: str) -> dg.SensorDefin
         # Config errors and unreachable databases raise: the tick shows red with the message, never a skip.
         runtime = TaskRuntime(load_config(config_path))
         try:
-            plans = [p.plan for p in ensure_plans(runtime)]
+            plans = plan_unplanned(runtime)
         finally:
             runtime.close()
         requests = add_requests(context.instance, config.task_id, plans)

@@ -3,6 +3,8 @@ the source and the incremental phase up to the source's log end."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -14,8 +16,6 @@ PASSWORD_ENV = "CDC_SRC_PASSWORD"
 
 
 def run_demo(base_dir: Path, rows: int) -> int:
-    from cdc_assets.cli import main
-
     base_dir.mkdir(parents=True, exist_ok=True)
     servers = attach(base_dir / "servers") or start_servers(base_dir / "servers")
     mariadb, postgres = servers
@@ -26,16 +26,24 @@ def run_demo(base_dir: Path, rows: int) -> int:
     os.environ.setdefault(PASSWORD_ENV, mariadb.password)
     _write_env_file(base_dir, config)
     os.environ["DAGSTER_HOME"] = str(base_dir / "dagster_home")
-    code = main(["--config", str(config), "snapshot"])
+    code = _cli(config, "snapshot")
     if code == 0:
         _change(mariadb, rows)
-        code = main(["--config", str(config), "sync", "--until-caught-up"])
+        code = _cli(config, "sync", "--until-caught-up")
     print(
         "\nOpen the same task in Dagster (the .env file there holds the settings and the demo password):\n"
         f"  cd {base_dir} && DAGSTER_HOME={base_dir / 'dagster_home'} dagster dev -m cdc_assets.definitions\n"
         f"Stop the servers: python -m cdc_assets.dev.servers stop {base_dir / 'servers'}"
     )
     return code
+
+
+def _cli(config: Path, *args: str) -> int:
+    """The commands a user would type, in a process of their own: the demo shows the CLI, and dev/ stays below
+    cli.py (cli.py runs the demo), so neither imports the other."""
+    command = [sys.executable, "-m", "cdc_assets.cli", "--config", str(config), *args]
+    print("$ cdc-assets " + " ".join(command[3:]), flush=True)
+    return subprocess.run(command, env=os.environ.copy()).returncode
 
 
 def _change(mariadb, rows: int) -> None:

@@ -10,7 +10,7 @@ from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.columns import carried
 from cdc_assets.engine.plans import plan_table
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.errors import PlanError
+from cdc_assets.errors import REPLAN_HINT, PlanError
 
 log = logging.getLogger("cdc_assets.planning")
 
@@ -52,7 +52,7 @@ def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
             if existing.split_column != schema.split_column.name:
                 raise PlanError(
                     f"the plan of {schema.table} splits on '{existing.split_column}' but the table now splits on "
-                    f"'{schema.split_column.name}'", "run `cdc-assets plan --replan` to re-plan and re-snapshot the task")
+                    f"'{schema.split_column.name}'", REPLAN_HINT)
             out.append(TablePlan(schema, existing, created=False))
             continue
         if planned_at is None:
@@ -67,6 +67,20 @@ def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
         rt.plans.save(plan)
         out.append(TablePlan(schema, plan, created=True))
     return out
+
+
+def plan_unplanned(rt: TaskRuntime) -> list[SplitPlan]:
+    """The plans of the configured tables, planning only when one has no plan yet (the planner sensor's tick).
+
+    Plans are frozen, so once every table has one there is nothing to check or plan: no database is touched
+    (no capture check, describe or publication change every tick). A table added to the config runs every check
+    of `ensure_plans`. A plan of a table that left the config is dropped as `ensure_plans` would drop it."""
+    configured = rt.config.source.table_ids
+    if any(rt.plans.load(t) is None for t in configured):
+        return [tp.plan for tp in ensure_plans(rt)]
+    if any(p.table not in configured for p in rt.plans.all()):
+        _drop_abandoned_plans(rt)
+    return list(load_plans(rt).values())
 
 
 def _drop_abandoned_plans(rt: TaskRuntime) -> None:

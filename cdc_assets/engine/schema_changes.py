@@ -6,7 +6,7 @@ from typing import Callable
 
 from cdc_assets.core.events import SchemaChange
 from cdc_assets.core.tables import Column, TableId, TableSchema
-from cdc_assets.errors import CdcError
+from cdc_assets.errors import REPLAN_HINT, CdcError
 
 _ALTER = re.compile(r"^\s*ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?\S+\s+(?P<clauses>.*)$",
                     re.I | re.S)
@@ -23,7 +23,7 @@ class SchemaChangeHalted(CdcError):
             f"DDL on captured table {change.table} at {change.position} stops the incremental phase "
             f"(schema_change_policy {policy}): {change.statement}",
             "apply the same change to the target table and set pipeline.schema_change_policy: ignore for one run, "
-            "or re-plan and re-snapshot the table: cdc-assets plan --replan")
+            f"or {REPLAN_HINT}")
         self.change = change
 
 

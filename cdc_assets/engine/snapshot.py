@@ -45,7 +45,7 @@ def snapshot_splits(rt: TaskRuntime, table: TableId, split_ids: list[str]) -> li
     plan = rt.plans.load(table)
     if plan is None:
         raise PlanError(f"{table} has no split plan", "run `cdc-assets plan` first")
-    finished = rt.resumer.finished()
+    finished = rt.resumer.finished(split_ids)
     done = [_skipped(finished[s]) for s in split_ids if s in finished]
     todo = [plan.split(s) for s in split_ids if s not in finished]
     if not todo:
@@ -97,7 +97,7 @@ def _pipeline(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: lis
 def _lease(rt: TaskRuntime, locks: SplitLocks, group: list[Split], results: list[SplitResult]) -> list[Split]:
     """Lease the group's splits; those another run finished while this one waited are reported as skipped."""
     locks.acquire([s.id for s in group], rt.config.snapshot.split_lock_timeout_secs)
-    finished = rt.resumer.finished()
+    finished = rt.resumer.finished([s.id for s in group])
     done = [s.id for s in group if s.id in finished]
     locks.release(done)
     results += [_skipped(finished[s]) for s in done]

@@ -51,17 +51,22 @@ class PositionLog:
             if sync:
                 os.fsync(f.fileno())
 
-    def load(self, task_id: str) -> list[PositionRecord]:
+    def load(self, task_id: str, resumer_type: str | None = None,
+             keys: Sequence[str] | None = None) -> list[PositionRecord]:
+        """The files have no index: a keyed read still parses them, but only the file that holds the type."""
+        wanted = None if keys is None else set(keys)
         latest: dict[tuple[str, str], PositionRecord] = {}
-        for resumer_type, stamp, data in self._read():
-            if data.pop("task_id", None) != task_id:
+        for kind, stamp, data in self._read(resumer_type):
+            if data.pop("task_id", None) != task_id or (resumer_type is not None and kind != resumer_type):
                 continue
             key = data.pop("position_key")
-            latest[(resumer_type, key)] = PositionRecord(task_id, resumer_type, key, data, stamp)
+            if wanted is None or key in wanted:
+                latest[(kind, key)] = PositionRecord(task_id, kind, key, data, stamp)
         return list(latest.values())
 
-    def _read(self):
-        for name in (POSITION_LOG, FINISHED_LOG):
+    def _read(self, resumer_type: str | None = None):
+        names = {None: (POSITION_LOG, FINISHED_LOG), SNAPSHOT_FINISHED: (FINISHED_LOG,)}.get(resumer_type, (POSITION_LOG,))
+        for name in names:
             path = self.log_dir / name
             if not path.exists():
                 continue

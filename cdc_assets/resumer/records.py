@@ -5,6 +5,7 @@
     SnapshotFinished / shop.orders:0003 -> {"type": "RdbSnapshotFinished", "split": ..., "low_watermark": ..., "high_watermark": ...}
     CdcDoing         / checkpoint       -> {"type": "MysqlCdc", ..., "schema_version": 0, "events": ...} (incremental)
     CdcSchema        / v0               -> {"type": "CdcSchema", "version": 0, "tables": [...]} (schemas of that version)
+A SnapshotDoing record's "phase" is a `core.splits.SplitPhase`.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from cdc_assets.core.positions import Position, position_from_json
-from cdc_assets.core.splits import Split
+from cdc_assets.core.splits import Split, SplitPhase
 from cdc_assets.core.tables import TableId, TableSchema, schema_from_json, schema_to_json
 from cdc_assets.resumer.logfile import PositionLog
 from cdc_assets.resumer.records import (CDC_DOING, CDC_SCHEMA, CHECKPOINT_KEY, SNAPSHOT_DOING, SNAPSHOT_FINISHED,
@@ -58,34 +58,28 @@ class Resumer:
             "low_watermark": w.low.to_json(),
         }
 
+    def _doing(self, w: SplitWatermarks, phase: SplitPhase, reads: int, **more) -> PositionRecord:
+        data = {"type": "RdbSnapshot", **self._base(w), "phase": phase.value, "reads": reads, **more}
+        return PositionRecord(self.task_id, SNAPSHOT_DOING, w.split.id, data)
+
     def record_low(self, watermarks: Sequence[SplitWatermarks]) -> dict[str, int]:
         """Before the read: the position every change not in the snapshot comes after.
 
         Returns how many times each split has now been read (1 unless a crash or failure came between)."""
-        doing = {r.position_key: r for r in self.records() if r.resumer_type == SNAPSHOT_DOING}
-        records = []
-        for w in watermarks:
-            reads = int(doing[w.split.id].position_data.get("reads", 0)) + 1 if w.split.id in doing else 1
-            data = {"type": "RdbSnapshot", **self._base(w), "phase": "LOW_RECORDED", "reads": reads}
-            records.append(PositionRecord(self.task_id, SNAPSHOT_DOING, w.split.id, data))
-        self._put(records)
-        return {r.position_key: r.position_data["reads"] for r in records}
+        doing = {r.position_key: r for r in self.store.load(self.task_id, SNAPSHOT_DOING,
+                                                             [w.split.id for w in watermarks])}
+        reads = {w.split.id: int(doing[w.split.id].position_data.get("reads", 0)) + 1 if w.split.id in doing else 1
+                 for w in watermarks}
+        self._put([self._doing(w, SplitPhase.LOW_RECORDED, reads[w.split.id]) for w in watermarks])
+        return reads
 
     def record_high(self, watermarks: Sequence[SplitWatermarks], reads: dict[str, int]) -> None:
-        records = [
-            PositionRecord(self.task_id, SNAPSHOT_DOING, w.split.id, {
-                "type": "RdbSnapshot", **self._base(w), "phase": "HIGH_RECORDED", "reads": reads[w.split.id],
-                "high_watermark": w.high.to_json(),
-            })
-            for w in watermarks
-        ]
-        self._put(records)
+        self._put([self._doing(w, SplitPhase.HIGH_RECORDED, reads[w.split.id], high_watermark=w.high.to_json())
+                   for w in watermarks])
 
     def record_failed(self, watermarks: Sequence[SplitWatermarks], reads: dict[str, int], error: str) -> None:
-        """A read that failed: the split stays unfinished, and its record says why in one line."""
-        self._put([PositionRecord(self.task_id, SNAPSHOT_DOING, w.split.id, {
-            "type": "RdbSnapshot", **self._base(w), "phase": "FAILED", "reads": reads[w.split.id], "error": error})
-            for w in watermarks])
+        """A read or commit that failed: the split stays unfinished, and its record says why in one line."""
+        self._put([self._doing(w, SplitPhase.FAILED, reads[w.split.id], error=error) for w in watermarks])
 
     def finished_records(self, watermarks: Sequence[SplitWatermarks], rows: dict[str, int]) -> list[PositionRecord]:
         return [
@@ -117,25 +111,25 @@ class Resumer:
         self._put(records, store=not self.writes_in_target)
 
     def checkpoint(self) -> Checkpoint | None:
-        for r in self.records():
-            if r.resumer_type == CDC_DOING and r.position_key == CHECKPOINT_KEY:
-                d = r.position_data
-                ahead = {TableId.parse(t): position_from_json(p) for t, p in d.get("tables_ahead", {}).items()}
-                return Checkpoint(position_from_json(d), int(d.get("schema_version", 0)), int(d.get("events", 0)),
-                                  ahead)
-        return None
+        [record] = self.store.load(self.task_id, CDC_DOING, [CHECKPOINT_KEY]) or [None]
+        if record is None:
+            return None
+        d = record.position_data
+        ahead = {TableId.parse(t): position_from_json(p) for t, p in d.get("tables_ahead", {}).items()}
+        return Checkpoint(position_from_json(d), int(d.get("schema_version", 0)), int(d.get("events", 0)), ahead)
 
     def schemas(self, version: int) -> dict[TableId, TableSchema] | None:
-        for r in self.records():
-            if r.resumer_type == CDC_SCHEMA and r.position_key == f"v{version}":
-                return {s.table: s for s in map(schema_from_json, r.position_data["tables"])}
-        return None
+        [record] = self.store.load(self.task_id, CDC_SCHEMA, [f"v{version}"]) or [None]
+        if record is None:
+            return None
+        return {s.table: s for s in map(schema_from_json, record.position_data["tables"])}
 
     def records(self) -> list[PositionRecord]:
         return self.store.load(self.task_id)
 
-    def finished(self) -> dict[str, PositionRecord]:
-        return {r.position_key: r for r in self.records() if r.resumer_type == SNAPSHOT_FINISHED}
+    def finished(self, split_ids: Sequence[str] | None = None) -> dict[str, PositionRecord]:
+        """Finished markers by split id: of `split_ids` only when given (a keyed read), else every one."""
+        return {r.position_key: r for r in self.store.load(self.task_id, SNAPSHOT_FINISHED, split_ids)}
 
     def clear(self) -> None:
         self.store.clear(self.task_id)

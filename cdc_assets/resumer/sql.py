@@ -10,7 +10,7 @@ from typing import Sequence
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, placeholder, qualified, quote_ident
 from cdc_assets.resumer.records import PositionRecord
-from cdc_assets.resumer.store import create_table_sql, rows_to_records, select_sql, upsert_params, upsert_sql
+from cdc_assets.resumer.store import create_table_sql, rows_to_records, selects, upsert_params, upsert_sql
 
 
 class SqlPositionStore:
@@ -50,10 +50,14 @@ class SqlPositionStore:
                 cur.execute("ROLLBACK")
                 raise
 
-    def load(self, task_id: str) -> list[PositionRecord]:
+    def load(self, task_id: str, resumer_type: str | None = None,
+             keys: Sequence[str] | None = None) -> list[PositionRecord]:
+        out = []
         with self._conn.cursor() as cur:
-            cur.execute(select_sql(self.table, placeholder(self.dialect)), (task_id,))
-            return rows_to_records(cur.fetchall())
+            for sql, params in selects(self.table, placeholder(self.dialect), task_id, resumer_type, keys):
+                cur.execute(sql, params)
+                out += rows_to_records(cur.fetchall())
+        return out
 
     def clear(self, task_id: str) -> None:
         with self._conn.cursor() as cur:

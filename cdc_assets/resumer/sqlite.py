@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Sequence
 
 from cdc_assets.resumer.records import PositionRecord
-from cdc_assets.resumer.store import create_table_sql, rows_to_records, select_sql, upsert_params, upsert_sql
+from cdc_assets.resumer.store import create_table_sql, rows_to_records, selects, upsert_params, upsert_sql
 
 TABLE = "task_position"
 
@@ -28,8 +28,10 @@ class SqlitePositionStore:
             self._conn.execute("BEGIN IMMEDIATE")
             self._conn.executemany(upsert_sql(TABLE, "sqlite", "?"), upsert_params(records))
 
-    def load(self, task_id: str) -> list[PositionRecord]:
-        return rows_to_records(self._conn.execute(select_sql(TABLE, "?"), (task_id,)).fetchall())
+    def load(self, task_id: str, resumer_type: str | None = None,
+             keys: Sequence[str] | None = None) -> list[PositionRecord]:
+        return [r for sql, params in selects(TABLE, "?", task_id, resumer_type, keys)
+                for r in rows_to_records(self._conn.execute(sql, params).fetchall())]
 
     def clear(self, task_id: str) -> None:
         self._conn.execute(f"DELETE FROM {TABLE} WHERE task_id = ?", (task_id,))

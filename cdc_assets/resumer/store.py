@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from typing import Iterable, Protocol, Sequence
+from typing import Iterable, Iterator, Protocol, Sequence
 
 from cdc_assets.resumer.records import PositionRecord
 
@@ -12,7 +12,11 @@ class PositionStore(Protocol):
 
     def put(self, records: Sequence[PositionRecord]) -> None: ...
 
-    def load(self, task_id: str) -> list[PositionRecord]: ...
+    def load(self, task_id: str, resumer_type: str | None = None,
+             keys: Sequence[str] | None = None) -> list[PositionRecord]:
+        """The task's records; of one `resumer_type` when given, and of that type only `keys` when given (a
+        keyed read: the position table's unique index finds each one, whatever else the task recorded)."""
+        ...
 
     def clear(self, task_id: str) -> None: ...
 
@@ -62,8 +66,23 @@ def rows_to_records(rows: Iterable[tuple]) -> list[PositionRecord]:
     ]
 
 
-def select_sql(table: str, placeholder: str) -> str:
-    return (
-        f"SELECT task_id, resumer_type, position_key, position_data, updated_at FROM {table} "
-        f"WHERE task_id = {placeholder} ORDER BY id"
-    )
+KEYS_PER_SELECT = 500  # placeholders per statement stay far below every driver's and SQLite's limit
+
+
+def selects(table: str, placeholder: str, task_id: str, resumer_type: str | None,
+            keys: Sequence[str] | None) -> Iterator[tuple[str, tuple]]:
+    """(statement, parameters) that read what `PositionStore.load` asks for: by the unique
+    (task_id, resumer_type, position_key) index when keys are given, in chunks; no statement for no keys."""
+    head = (f"SELECT task_id, resumer_type, position_key, position_data, updated_at FROM {table} "
+            f"WHERE task_id = {placeholder}")
+    if resumer_type is None:
+        yield head + " ORDER BY id", (task_id,)
+        return
+    head += f" AND resumer_type = {placeholder}"
+    if keys is None:
+        yield head + " ORDER BY id", (task_id, resumer_type)
+        return
+    for i in range(0, len(keys), KEYS_PER_SELECT):
+        chunk = tuple(keys[i:i + KEYS_PER_SELECT])
+        yield f"{head} AND position_key IN ({', '.join([placeholder] * len(chunk))}) ORDER BY id", \
+            (task_id, resumer_type, *chunk)

@@ -1,5 +1,6 @@
 """The relational sink: target tables, staging tables Spark writes into, and the commit that makes a batch
-of splits visible with an idempotent upsert, together with whatever the caller writes in the same transaction.
+of splits visible by replacing their rows (delete, then insert: idempotent), together with whatever the caller
+writes in the same transaction.
 """
 from __future__ import annotations
 
@@ -8,8 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from cdc_assets.core.batches import REPLAN_HINT, MoveIncomplete, TableChanges
-
+from cdc_assets.core.batches import MoveIncomplete, TableChanges
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.keys import range_predicate
 from cdc_assets.core.positions import is_before
@@ -18,7 +18,7 @@ from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, qualified, quote_ident
 from cdc_assets.dbapi.jdbc import jdbc_for
-from cdc_assets.errors import TableError
+from cdc_assets.errors import REPLAN_HINT, TableError
 
 SPLIT_COLUMN = "_cdc_split"
 

@@ -1,4 +1,4 @@
-"""MySQL/MariaDB as a target: type mapping, staging, and `INSERT ... ON DUPLICATE KEY UPDATE`."""
+"""MySQL/MariaDB as a target: type mapping, staging, and applying rows as delete by key, then insert."""
 from __future__ import annotations
 
 import datetime as dt

@@ -1,4 +1,4 @@
-"""PostgreSQL as a target: type mapping, staging (UNLOGGED), and `INSERT ... ON CONFLICT DO UPDATE`."""
+"""PostgreSQL as a target: type mapping, staging (UNLOGGED), and applying rows as delete by key, then insert."""
 from __future__ import annotations
 
 from functools import cached_property

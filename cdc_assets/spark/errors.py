@@ -9,8 +9,8 @@ import re
 
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.dbapi.errors import driver_message
-from cdc_assets.dbapi.mysql_login import NETWORK_HINT, SPARK_JDBC, refusal_hint, refused
-from cdc_assets.errors import LoginError, UnreachableError
+from cdc_assets.dbapi.mysql_login import SPARK_JDBC, refusal_hint, refused
+from cdc_assets.errors import NETWORK_HINT, LoginError, UnreachableError
 
 # The database's message as the drivers word it: psycopg2 in a Python worker; JDBC drivers in the JVM.
 _PYTHON_DB_ERROR = re.compile(r"^(?:psycopg2\.(?:errors\.)?\w+|pymysql\.err\.\w+): (?P<message>.+)$", re.M)

@@ -10,7 +10,6 @@ import random
 import secrets
 import signal
 import subprocess
-import sys
 import threading
 import time
 
@@ -21,7 +20,7 @@ from cdc_assets.engine.faults import ENV as CRASH_ENV
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
-from cdc_assets_tests.support import fetch_rows, write_config
+from cdc_assets_tests.support import cli_command, fetch_rows, write_config
 
 pytestmark = pytest.mark.crash
 TABLES = ("t1", "t2", "t3")
@@ -106,8 +105,8 @@ def differences(got: list[tuple], want: list[tuple], moved: set[int]) -> str:
 
 def cli(path, env, *args, crash: str | None = None, **popen):
     env = {**env, **({CRASH_ENV: crash} if crash else {})}
-    return subprocess.Popen([sys.executable, "-m", "cdc_assets.cli", "--config", str(path), *args], env=env,
-                            start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
+    return subprocess.Popen(cli_command(path, *args), env=env, start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, **popen)
 
 
 def killed_by_itself(proc, timeout=300) -> None:

@@ -4,16 +4,15 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 
 import pytest
 
 from cdc_assets.config import load_config
 from cdc_assets.resumer.logfile import POSITION_LOG
-from cdc_assets_tests.support import fetch_rows, write_config
+from cdc_assets_tests.support import cli_command, fetch_rows, write_config
 
-pytestmark = pytest.mark.crash
+pytestmark = [pytest.mark.crash, pytest.mark.spark]  # `cdc-assets snapshot` in processes of their own
 ROWS, SPLIT = 12_000, 1_000
 
 
@@ -32,8 +31,7 @@ def finished_in_store(config) -> set[str]:
 
 
 def run_cli(config_path, env, *args, **popen):
-    return subprocess.Popen([sys.executable, "-m", "cdc_assets.cli", "--config", str(config_path), *args],
-                            env=env, start_new_session=True, **popen)
+    return subprocess.Popen(cli_command(config_path, *args), env=env, start_new_session=True, **popen)
 
 
 @pytest.mark.parametrize("kill_after_finished", [3])

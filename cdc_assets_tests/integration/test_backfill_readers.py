@@ -2,8 +2,6 @@
 each replays its window through its own binlog connection, which the server tells apart by server_id."""
 import threading
 
-import pytest
-
 from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.engine.backfill import backfill
 from cdc_assets.engine.planning import ensure_plans
@@ -13,28 +11,23 @@ from cdc_assets_tests.support import config_for, fetch_rows, source_database
 SEED = ["CREATE TABLE items (id INT PRIMARY KEY, v INT)", "INSERT INTO items SELECT seq, 0 FROM seq_1_to_100"]
 
 
-@pytest.fixture
-def target(pg_target):
-    return pg_target
-
-
 def binlog_dumps(conn) -> int:
     with conn.cursor() as cur:
         cur.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'")
         return cur.fetchone()[0]
 
 
-def test_concurrent_backfills_do_not_kick_each_other_off(tmp_path, servers, unique_name, target):
+def test_concurrent_backfills_do_not_kick_each_other_off(tmp_path, servers, unique_name, pg_target):
     with source_database(servers, "mysql", unique_name, SEED) as src:
         config = config_for(tmp_path, servers, task_id=f"bf_{unique_name}", source="mysql", source_db=unique_name,
-                            tables=[f"{unique_name}.items"], target="postgres", target_db=target[0],
+                            tables=[f"{unique_name}.items"], target="postgres", target_db=pg_target[0],
                             snapshot={"split_size": 50}, pipeline={"exactly_once": True},
                             resumer={"resume_type": "from_target"})
         runtimes = [TaskRuntime(config), TaskRuntime(config)]  # two snapshot runs, as two Dagster processes
         (planned,) = ensure_plans(runtimes[0])
         plan, schema = planned.plan, planned.schema
         assert len(plan.splits) == 2
-        with target[1].cursor() as cur:
+        with pg_target[1].cursor() as cur:
             cur.execute(f'INSERT INTO "{unique_name}".items SELECT g, 0 FROM generate_series(1, 100) g')
         before = binlog_dumps(src)
         low = runtimes[0].source.current_position()
@@ -65,4 +58,4 @@ def test_concurrent_backfills_do_not_kick_each_other_off(tmp_path, servers, uniq
             rt.close()
 
         assert errors == []
-        assert fetch_rows(target[1], f'"{unique_name}".items', "id") == [(i, int(i in (10, 90))) for i in range(1, 101)]
+        assert fetch_rows(pg_target[1], f'"{unique_name}".items', "id") == [(i, int(i in (10, 90))) for i in range(1, 101)]

@@ -5,7 +5,7 @@ import pytest
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import SourceSetupError
-from cdc_assets_tests.support import config_for, fetch_rows, postgres_target, source_database
+from cdc_assets_tests.support import config_for, execute, fetch_rows, postgres_target, source_database
 
 SEED = ["CREATE TABLE t (id INT PRIMARY KEY, a INT DEFAULT 5, s VARCHAR(20), b BLOB, txt TEXT)"]
 ROWS = 12
@@ -28,12 +28,6 @@ def task(servers, unique_name, tmp_path):
         finally:
             rt.close()
     tgt.close()
-
-
-def execute(conn, *statements):
-    with conn.cursor() as cur:
-        for s in statements:
-            cur.execute(s)
 
 
 def source_rows(src) -> list[tuple]:

@@ -8,7 +8,7 @@ import pytest
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import PositionLost
-from cdc_assets_tests.support import config_for, fetch_rows, postgres_target, source_database
+from cdc_assets_tests.support import config_for, execute, fetch_rows, postgres_target, source_database
 
 SEED = ["CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO t VALUES (1, 'one'), (2, 'two')"]
 
@@ -50,12 +50,6 @@ def _roll_back_left_over(conn) -> None:
         cur.execute("XA RECOVER FORMAT='SQL'")
         for row in cur.fetchall():
             cur.execute(f"XA ROLLBACK {row[3]}")
-
-
-def execute(conn, *statements):
-    with conn.cursor() as cur:
-        for s in statements:
-            cur.execute(s)
 
 
 def prepare(conn, xid: str, *statements):

@@ -5,6 +5,7 @@ import uuid
 import dagster as dg
 
 from cdc_assets.config import load_config
+from cdc_assets.core.tables import TableId
 from cdc_assets.defs.build import build_definitions
 from cdc_assets.defs.names import asset_key, partitions_name
 from cdc_assets.defs.resources import CdcTask, TaskSpark, task_spark
@@ -26,19 +27,46 @@ def setup_task(tmp_path, servers, unique_name):
     return path, src, target
 
 
-def test_planner_sensor_registers_splits_once(tmp_path, servers, unique_name):
-    path, src, _ = setup_task(tmp_path, servers, unique_name)
+def connections(conn) -> int:
+    """Connections the MariaDB server accepted so far (our private server: only this test connects meanwhile)."""
+    with conn.cursor() as cur:
+        cur.execute("SHOW GLOBAL STATUS LIKE 'Connections'")
+        return int(cur.fetchone()[1])
+
+
+def test_planner_sensor_registers_splits_once_and_plans_only_tables_without_a_plan(tmp_path, servers, unique_name):
+    path, src, target = setup_task(tmp_path, servers, unique_name)
+    with src.cursor() as cur:
+        cur.execute("CREATE TABLE n (id INT PRIMARY KEY)")
+        cur.execute("INSERT INTO n SELECT seq FROM seq_1_to_150")
     config = load_config(path)
     defs = build_definitions(config, str(path))
     sensor = defs.get_sensor_def("dg_flow_split_planner")
-    name = partitions_name("dg_flow", config.source.table_ids[0])
     with dg.instance_for_test() as instance:
-        result = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
-        [request] = result.dynamic_partitions_requests
-        assert request.partitions_def_name == name and len(request.partition_keys) == 4
-        instance.add_dynamic_partitions(name, list(request.partition_keys))  # what the daemon does
-        again = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
-        assert isinstance(again, dg.SkipReason) and "4 splits registered" in again.skip_message
+        def tick():
+            return sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+
+        before = connections(src)
+        [request] = tick().dynamic_partitions_requests
+        assert connections(src) > before  # planning reads the source: the counter sees it
+        assert request.partitions_def_name == partitions_name("dg_flow", config.source.table_ids[0])
+        assert len(request.partition_keys) == 4
+        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+        before = connections(src)
+        for _ in range(3):
+            skipped = tick()
+            assert isinstance(skipped, dg.SkipReason) and "4 splits registered" in skipped.skip_message
+        assert connections(src) == before  # no capture check, describe or plan: every table has its plan
+
+        # A table enters the config: the next tick checks and plans it, and only it gets new partitions.
+        write_config(tmp_path, servers, task_id="dg_flow", source="mysql", source_db=unique_name,
+                     tables=[f"{unique_name}.m", f"{unique_name}.n"], target="postgres", target_db=target,
+                     snapshot={"split_size": 100, "partitions_per_run": 2})
+        added = tick()
+        assert connections(src) > before
+        [request] = added.dynamic_partitions_requests
+        assert request.partitions_def_name == partitions_name("dg_flow", TableId(unique_name, "n"))
+        assert len(request.partition_keys) == 2
     src.close()
 
 

@@ -9,7 +9,7 @@ from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.schema_changes import SchemaChangeHalted
 from cdc_assets.errors import ConfigError, PlanError, PositionLost
-from cdc_assets_tests.support import config_for, fetch_rows, postgres_target, source_database
+from cdc_assets_tests.support import config_for, execute, fetch_rows, postgres_target, source_database
 
 SEED = ["CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1), (2, 2)"]
 
@@ -37,12 +37,6 @@ def task(servers, unique_name, tmp_path):
 
 def rows(tgt, db):
     return fetch_rows(tgt, f'"{db}".t', "id")
-
-
-def execute(conn, *statements):
-    with conn.cursor() as cur:
-        for s in statements:
-            cur.execute(s)
 
 
 def test_initial_mode_refuses_before_the_snapshot_with_what_is_missing(task):

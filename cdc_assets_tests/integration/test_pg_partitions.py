@@ -7,7 +7,7 @@ from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import ConfigError
-from cdc_assets_tests.support import config_for, fetch_rows, snapshot_all, source_database
+from cdc_assets_tests.support import config_for, execute, fetch_rows, snapshot_all, source_database
 
 SEED = [
     "CREATE SCHEMA app",
@@ -45,42 +45,31 @@ def source(servers, unique_name):
         yield unique_name, conn
 
 
-@pytest.fixture
-def target(pg_target):
-    return pg_target
-
-
-def runtime(tmp_path, servers, source, target, tables: list[str]) -> TaskRuntime:
+def runtime(tmp_path, servers, source, pg_target, tables: list[str]) -> TaskRuntime:
     config = config_for(tmp_path, servers, task_id=f"part_{source[0]}", source="postgres", source_db=source[0],
-                        tables=tables, target="postgres", target_db=target[0], snapshot={"split_size": 150},
+                        tables=tables, target="postgres", target_db=pg_target[0], snapshot={"split_size": 150},
                         pipeline={"checkpoint_after_events": 50})
     return TaskRuntime(config)
 
 
-def execute(conn, statements: list[str]) -> None:
-    with conn.cursor() as cur:
-        for statement in statements:
-            cur.execute(statement)
-
-
-def test_partitioned_table_and_a_named_leaf_lose_no_change(tmp_path, servers, spark, source, target):
-    rt = runtime(tmp_path, servers, source, target, ["app.orders", "app.events_a"])
+def test_partitioned_table_and_a_named_leaf_lose_no_change(tmp_path, servers, spark, source, pg_target):
+    rt = runtime(tmp_path, servers, source, pg_target, ["app.orders", "app.events_a"])
     rt.adopt_spark(spark)
     try:
         snapshot_all(rt)
-        execute(source[1], CHANGES)
+        execute(source[1], *CHANGES)
 
         report = sync(rt, until_caught_up=True)
 
-        assert fetch_rows(target[1], '"app"."orders"', "id") == fetch_rows(source[1], "app.orders", "id")
-        assert fetch_rows(target[1], '"app"."events_a"', "id") == fetch_rows(source[1], "app.events_a", "id")
+        assert fetch_rows(pg_target[1], '"app"."orders"', "id") == fetch_rows(source[1], "app.orders", "id")
+        assert fetch_rows(pg_target[1], '"app"."events_a"', "id") == fetch_rows(source[1], "app.events_a", "id")
         assert report.per_table["app.orders"] > 0 and report.per_table["app.events_a"] > 0
     finally:
         rt.close()
 
 
-def test_a_partitioned_table_and_its_own_partition_are_refused(tmp_path, servers, source, target):
-    rt = runtime(tmp_path, servers, source, target, ["app.events", "app.events_b"])
+def test_a_partitioned_table_and_its_own_partition_are_refused(tmp_path, servers, source, pg_target):
+    rt = runtime(tmp_path, servers, source, pg_target, ["app.events", "app.events_b"])
     try:
         with pytest.raises(ConfigError, match="app.events_b is a partition of app.events"):
             ensure_plans(rt)

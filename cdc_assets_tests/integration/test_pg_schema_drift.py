@@ -6,7 +6,7 @@ from cdc_assets.core.batches import ShortInsert
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.schema_changes import SchemaChangeHalted
-from cdc_assets_tests.support import config_for, fetch_rows, source_database
+from cdc_assets_tests.support import config_for, execute, fetch_rows, source_database
 
 
 @pytest.fixture
@@ -36,12 +36,6 @@ def task(servers, unique_name, tmp_path):
             for rt in runtimes:
                 rt.close()
             tgt.close()
-
-
-def execute(conn, *statements: str) -> None:
-    with conn.cursor() as cur:
-        for statement in statements:
-            cur.execute(statement)
 
 
 DRIFTS = {

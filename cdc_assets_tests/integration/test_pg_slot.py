@@ -12,7 +12,7 @@ from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import PositionLost
 from cdc_assets.sources.postgres.replication import slot_state
-from cdc_assets_tests.support import config_for, fetch_rows, source_database
+from cdc_assets_tests.support import config_for, execute, fetch_rows, source_database
 
 SEED = ["CREATE TABLE t (id INT PRIMARY KEY, v INT)"]
 
@@ -36,12 +36,6 @@ def task(servers, unique_name, tmp_path):
         finally:
             rt.close()
             tgt.close()
-
-
-def execute(conn, *statements: str) -> None:
-    with conn.cursor() as cur:
-        for statement in statements:
-            cur.execute(statement)
 
 
 @contextmanager

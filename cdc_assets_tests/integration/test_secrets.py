@@ -1,19 +1,20 @@
 """A source password never reaches CLI output, errors, Dagster's event log or metadata, or positions."""
 import os
 import subprocess
-import sys
 
 import dagster as dg
+import pytest
 
-from cdc_assets_tests.support import write_config
+from cdc_assets_tests.support import cli_command, write_config
+
+pytestmark = pytest.mark.spark  # `cdc-assets snapshot` in a process of its own
 
 SECRET = "Pw-9f3c-NeverPrintMe"
 WRONG = "Wrong-Pw-77aa-NeverPrintMe"
 
 
 def cli(config, env, *args):
-    done = subprocess.run([sys.executable, "-m", "cdc_assets.cli", "--config", str(config), *args], env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(cli_command(config, *args), env=env, capture_output=True, text=True, timeout=600)
     return done.returncode, done.stdout + done.stderr
 
 

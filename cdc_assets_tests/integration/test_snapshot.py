@@ -36,30 +36,25 @@ def source_table(request, servers, unique_name):
         yield kind, unique_name, table, conn
 
 
-@pytest.fixture
-def target_db(pg_target):
-    return pg_target
-
-
-def make_runtime(tmp_path, servers, spark, source_table, target_db, resumer=None, hooks=None):
+def make_runtime(tmp_path, servers, spark, source_table, pg_target, resumer=None, hooks=None):
     kind, db, table, _ = source_table
     extra = {"resumer": resumer} if resumer else {}
     config = config_for(tmp_path, servers, task_id="snap_test", source=kind, source_db=db, tables=[table],
-                        target="postgres", target_db=target_db[0], snapshot={"split_size": 500}, **extra)
+                        target="postgres", target_db=pg_target[0], snapshot={"split_size": 500}, **extra)
     rt = TaskRuntime(config, hooks)
     rt.adopt_spark(spark)
     return rt
 
 
-def target_rows(target_db, table):
+def target_rows(pg_target, table):
     ns, name = table.split(".")
-    return fetch_rows(target_db[1], f'"{ns}"."{name}"', "id")
+    return fetch_rows(pg_target[1], f'"{ns}"."{name}"', "id")
 
 
 @pytest.mark.parametrize("source_table", ["mysql", "postgres"], indirect=True)
-def test_snapshot_copies_every_row_exactly(tmp_path, servers, spark, source_table, target_db):
+def test_snapshot_copies_every_row_exactly(tmp_path, servers, spark, source_table, pg_target):
     kind, db, table, conn = source_table
-    rt = make_runtime(tmp_path, servers, spark, source_table, target_db)
+    rt = make_runtime(tmp_path, servers, spark, source_table, pg_target)
     try:
         [tp] = ensure_plans(rt)
         ids = [s.id for s in tp.plan.splits]
@@ -68,7 +63,7 @@ def test_snapshot_copies_every_row_exactly(tmp_path, servers, spark, source_tabl
         rt.close()
     assert sum(r.rows for r in results) == ROWS and not any(r.skipped for r in results)
     source_sql = f"`{db}`.items" if kind == "mysql" else "app.items"
-    assert target_rows(target_db, table) == fetch_rows(conn, source_sql, "id")
+    assert target_rows(pg_target, table) == fetch_rows(conn, source_sql, "id")
 
 
 @pytest.mark.parametrize("source_table", ["mysql"], indirect=True)
@@ -78,11 +73,11 @@ def test_snapshot_copies_every_row_exactly(tmp_path, servers, spark, source_tabl
     {"resume_type": "from_log"},
     "from_db",
 ])
-def test_finished_splits_are_not_read_again(tmp_path, servers, spark, source_table, target_db, resumer):
+def test_finished_splits_are_not_read_again(tmp_path, servers, spark, source_table, pg_target, resumer):
     if resumer == "from_db":
         resumer = {"resume_type": "from_db", "db_type": "mysql", "url": servers.mariadb.url(),
-                   "table_full_name": f"cdc_meta.pos_{target_db[0]}"}
-    rt = make_runtime(tmp_path, servers, spark, source_table, target_db, resumer)
+                   "table_full_name": f"cdc_meta.pos_{pg_target[0]}"}
+    rt = make_runtime(tmp_path, servers, spark, source_table, pg_target, resumer)
     try:
         [tp] = ensure_plans(rt)
         ids = [s.id for s in tp.plan.splits]
@@ -90,7 +85,7 @@ def test_finished_splits_are_not_read_again(tmp_path, servers, spark, source_tab
     finally:
         rt.close()
 
-    rt = make_runtime(tmp_path, servers, spark, source_table, target_db, resumer)  # as after a restart
+    rt = make_runtime(tmp_path, servers, spark, source_table, pg_target, resumer)  # as after a restart
     try:
         results = snapshot_splits(rt, tp.plan.table, ids)
         records = rt.resumer.records()
@@ -113,7 +108,7 @@ def test_finished_splits_are_not_read_again(tmp_path, servers, spark, source_tab
 
 
 @pytest.mark.parametrize("source_table", ["mysql", "postgres"], indirect=True)
-def test_watermarks_bracket_writes_made_during_the_read(tmp_path, servers, spark, source_table, target_db):
+def test_watermarks_bracket_writes_made_during_the_read(tmp_path, servers, spark, source_table, pg_target):
     kind, db, table, conn = source_table
     src = f"`{db}`.items" if kind == "mysql" else "app.items"
     seen = {}
@@ -127,7 +122,7 @@ def test_watermarks_bracket_writes_made_during_the_read(tmp_path, servers, spark
             cur.execute(f"INSERT INTO {src} (id, name) VALUES ({ROWS + 1}, 'late')")
         seen["after_writes"] = rt.source.current_position()
 
-    rt = make_runtime(tmp_path, servers, spark, source_table, target_db, hooks=PhaseHooks(after_low=write_during_read))
+    rt = make_runtime(tmp_path, servers, spark, source_table, pg_target, hooks=PhaseHooks(after_low=write_during_read))
     try:
         [tp] = ensure_plans(rt)
         snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
@@ -145,7 +140,7 @@ def test_watermarks_bracket_writes_made_during_the_read(tmp_path, servers, spark
 
 
 @pytest.mark.parametrize("source_table", ["mysql", "postgres"], indirect=True)
-def test_snapshot_survives_a_concurrent_writer(tmp_path, servers, spark, source_table, target_db):
+def test_snapshot_survives_a_concurrent_writer(tmp_path, servers, spark, source_table, pg_target):
     """A writer inserts, updates and deletes (ids divisible by 7, and new ids) for the whole snapshot:
     every split still finishes, rows the writer never touched arrive exactly, and each group's
     watermarks are ordered (low <= high)."""
@@ -168,7 +163,7 @@ def test_snapshot_survives_a_concurrent_writer(tmp_path, servers, spark, source_
                 next_id += 1
                 writes["n"] += 1
 
-    rt = make_runtime(tmp_path, servers, spark, source_table, target_db)
+    rt = make_runtime(tmp_path, servers, spark, source_table, pg_target)
     thread = threading.Thread(target=write_until_stopped)
     try:
         [tp] = ensure_plans(rt)
@@ -182,7 +177,7 @@ def test_snapshot_survives_a_concurrent_writer(tmp_path, servers, spark, source_
         writer_conn.close()
     assert writes["n"] > 0 and len(results) == len(tp.plan.splits) == len(finished)
     untouched = lambda rows: [r for r in rows if r[0] % 7 != 0 and r[0] <= ROWS]  # noqa: E731
-    assert untouched(target_rows(target_db, table)) == untouched(fetch_rows(conn, src, "id"))
+    assert untouched(target_rows(pg_target, table)) == untouched(fetch_rows(conn, src, "id"))
     groups = sorted({(json.dumps(r.position_data["low_watermark"]), json.dumps(r.position_data["high_watermark"]))
                      for r in finished.values()})
     for low, high in groups:

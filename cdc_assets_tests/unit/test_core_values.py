@@ -99,3 +99,11 @@ def test_checkpoint_tables_ahead_round_trip_through_the_position_store(tmp_path)
     resumer.record_committed(resumer.checkpoint_records(checkpoint))
     assert resumer.checkpoint() == checkpoint
     resumer.close()
+
+
+def test_scrub_masks_every_copy_of_the_password_and_nothing_without_one():
+    from cdc_assets.errors import MASK, scrub
+
+    said = "Access denied for user 'cdc' (using password: s3cr3t) -- s3cr3t"
+    assert scrub(said, "s3cr3t") == f"Access denied for user 'cdc' (using password: {MASK}) -- {MASK}"
+    assert scrub(said, "") == said  # no password: an empty string would match everywhere

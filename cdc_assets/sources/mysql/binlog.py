@@ -10,7 +10,8 @@ Binlog facts this relies on (MySQL internals manual "Binary Log Events", MariaDB
 - ROTATE_EVENT names the next file; the server first sends a synthetic one (timestamp 0) naming where it starts.
 
 We stream by file/offset with `is_mariadb=False` even on MariaDB: with `is_mariadb=True` and no GTID the
-library ignores log_file/log_pos and replays from the first binlog (lab-findings, gotcha 1).
+library ignores log_file/log_pos and replays from the first binlog (python-mysql-replication 1.0,
+`BinLogStreamReader.__set_mariadb_settings`: COM_BINLOG_DUMP with offset 4 and an empty file name).
 """
 from __future__ import annotations
 
@@ -36,8 +37,9 @@ from cdc_assets.core.positions import MysqlPosition, is_before
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect
-from cdc_assets.dbapi.mysql_login import NETWORK_HINT, REPLICATION, MysqlLogin, refused
-from cdc_assets.errors import LoginError, PositionLost, SourceSetupError, UnreachableError
+from cdc_assets.dbapi.mysql_login import REPLICATION, MysqlLogin, refused
+from cdc_assets.errors import (NETWORK_HINT, REPLAN_HINT, LoginError, PositionLost, SourceSetupError, UnreachableError,
+                               scrub)
 from cdc_assets.sources.mysql.json_text import json_text
 from cdc_assets.sources.mysql.partial_json import JsonDiffError, resolve_partial_json
 from cdc_assets.sources.mysql.transaction_payload import TransactionPayloadEvent
@@ -55,7 +57,6 @@ ER_MISSING_PRIVILEGE = {1044, 1227}  # database access, REPLICATION SLAVE / BINL
 CLIENT_ERRORS = range(2000, 3000)  # CR_*: connection refused, unknown host, lost during connect ...
 PURGED = "Could not find first log file name"
 
-REPLAN_HINT = "re-plan and re-snapshot the task: cdc-assets plan --replan"
 ROW_METADATA_HINT = ("set binlog_row_metadata=FULL in the server config (MariaDB >= 10.5, MySQL >= 8.0.14); "
                      "changes logged before that cannot be read by column name: " + REPLAN_HINT)
 
@@ -503,9 +504,7 @@ def _fetch(stream: BinLogStreamReader, url: DbUrl, start: MysqlPosition):
 
 def _translate(exc: pymysql.err.MySQLError, url: DbUrl, start: MysqlPosition) -> Exception:
     code = exc.args[0] if exc.args else None
-    reason = str(exc.args[1] if len(exc.args) > 1 else exc)
-    if url.password:
-        reason = reason.replace(url.password, "***")
+    reason = scrub(str(exc.args[1] if len(exc.args) > 1 else exc), url.password)
     if code == ER_MASTER_FATAL_ERROR_READING_BINLOG:
         if PURGED in reason:
             return PositionLost(f"the binlog from {start} was purged from {url} (or never existed)", REPLAN_HINT)

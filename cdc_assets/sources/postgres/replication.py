@@ -1,7 +1,7 @@
 """PostgreSQL logical replication with the built-in `pgoutput` plugin (protocol v1): publication and slot
 administration, and `PgLogReader`, the log reader over psycopg2's LogicalReplicationConnection.
 
-Facts this relies on (PostgreSQL 15 "Logical Decoding", "Streaming Replication Protocol"; lab-findings §5):
+Facts this relies on (PostgreSQL 15 "Logical Decoding", "Streaming Replication Protocol"):
 - pgoutput sends a transaction whole, once it committed: Begin, Relation (before the first change of a
   relation in a session and after its definition changed), Insert/Update/Delete/Truncate, Commit;
   transactions without published changes are not sent at all (PG >= 15);
@@ -33,7 +33,8 @@ from cdc_assets.core.positions import PgPosition
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, qualified, quote_ident
-from cdc_assets.errors import PositionLost, SourceSetupError, TableError, UnreachableError
+from cdc_assets.errors import (NETWORK_HINT, REPLAN_HINT, PositionLost, SourceSetupError, TableError,
+                               UnreachableError, scrub)
 from cdc_assets.sources.postgres import pgoutput
 from cdc_assets.sources.postgres.catalog import Catalog
 from cdc_assets.sources.postgres.drift import Shape, describe_drift, recorded_shape, relation_shape
@@ -49,8 +50,6 @@ MAX_IDENTIFIER = 63  # NAMEDATALEN - 1: longer names are truncated by the server
 SESSION_OPTIONS = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"
 
 LOST = "lost"  # pg_replication_slots.wal_status of an invalidated slot: its WAL was removed, it decodes nothing
-REPLAN_HINT = "re-plan and re-snapshot the task: cdc-assets plan --replan"
-NETWORK_HINT = "check that the server runs, the host/port/user/password in the URL, and the network"
 
 # ---- names ---------------------------------------------------------------------------------------------------
 
@@ -462,7 +461,7 @@ class _Assembler:
 
 def _first_line(exc: Exception, secret: str = "") -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return text.replace(secret, "***") if secret else text
+    return scrub(text, secret)
 
 
 class PgLogReader:
