@@ -3,6 +3,7 @@ split's run fails without a materialization, and re-running the missing partitio
 import uuid
 
 import dagster as dg
+import pytest
 
 from cdc_assets.config import load_config
 from cdc_assets.core.tables import TableId
@@ -194,6 +195,7 @@ def test_a_run_stops_the_session_it_started_and_only_that(spark):
     assert spark.range(3).count() == 3
 
 
+@pytest.mark.spark  # starts Spark in a child process
 def test_a_run_that_started_spark_stops_it(tmp_path):
     import subprocess
     import sys
