@@ -14,3 +14,10 @@ def driver_message(exc: BaseException) -> str | None:
         column = exc.diag.column_name
         return exc.diag.message_primary + (f" (column {column})" if column else "")
     return None
+
+
+def first_line(exc: BaseException, secret: str = "") -> str:
+    """The first line of a driver error (psycopg2 adds DETAIL/HINT lines), `secret` (a password) masked; the
+    exception's class name when it has no text."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text.replace(secret, "***") if secret else text

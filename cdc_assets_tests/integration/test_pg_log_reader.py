@@ -16,8 +16,9 @@ from cdc_assets.core.tables import TableId
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dev.servers import free_port
 from cdc_assets.errors import PositionLost, UnreachableError
-from cdc_assets.sources.postgres.replication import (PgLogReader, drop_publication, drop_slot, ensure_publication,
-                                                     ensure_slot, publication_name, slot_name, slot_state)
+from cdc_assets.sources.postgres.reader import PgLogReader
+from cdc_assets.sources.postgres.slot import (drop_publication, drop_slot, ensure_publication, ensure_slot,
+                                              publication_name, slot_name, slot_state)
 from cdc_assets.sources.postgres.source import PostgresSource
 
 

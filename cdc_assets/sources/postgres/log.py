@@ -9,8 +9,9 @@ from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect
 from cdc_assets.errors import ConfigError, PositionLost
 from cdc_assets.sources.postgres.partitions import refuse_overlap
-from cdc_assets.sources.postgres.replication import (REPLAN_HINT, PgLogReader, ensure_publication, ensure_slot,
-                                                     publication_name, slot_name, slot_state)
+from cdc_assets.sources.postgres.reader import PgLogReader
+from cdc_assets.sources.postgres.slot import (REPLAN_HINT, ensure_publication, ensure_slot, publication_name, slot_name,
+                                              slot_state)
 
 
 class PostgresLog:
