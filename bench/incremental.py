@@ -44,7 +44,7 @@ from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
-from cdc_assets.sources.postgres.replication import drop_slot, publication_name, slot_name
+from cdc_assets.sources.postgres.slot import drop_slot, publication_name, slot_name
 
 # The checkout whose package this process imported: the CLI runs must measure the same code.
 REPO = Path(cdc_assets.__file__).resolve().parents[1]

@@ -4,6 +4,8 @@ from __future__ import annotations
 import psycopg2
 import pymysql
 
+from cdc_assets.errors import scrub
+
 
 def driver_message(exc: BaseException) -> str | None:
     """'Out of range value for column 'n' at row 77' for PyMySQL's (1264, "...") and psycopg2's primary message
@@ -14,3 +16,10 @@ def driver_message(exc: BaseException) -> str | None:
         column = exc.diag.column_name
         return exc.diag.message_primary + (f" (column {column})" if column else "")
     return None
+
+
+def first_line(exc: BaseException, secret: str = "") -> str:
+    """The first line of a driver error (psycopg2 adds DETAIL/HINT lines), `secret` (a password) masked; the
+    exception's class name when it has no text."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return scrub(text, secret)

@@ -1,9 +1,9 @@
-"""The pgoutput log reader on the private PostgreSQL: whole transactions in order, values as a SELECT reads
-them, bounded reads, acknowledgements, unchanged TOAST, schema changes, and lost slots."""
+"""The pgoutput log reader on the private PostgreSQL, beyond the log-reader contract every reader passes
+(test_log_reader_contract.py): values as a SELECT reads them, acknowledgements, unchanged TOAST, column changes and
+TRUNCATE, invalidated slots, missing publications, slot names, and partitions."""
 from __future__ import annotations
 
 import secrets
-import time
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from decimal import Decimal
@@ -14,10 +14,10 @@ from cdc_assets.core.events import Idle, Op, SchemaChange, Transaction
 from cdc_assets.core.positions import PgPosition
 from cdc_assets.core.tables import TableId
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.dev.servers import free_port
-from cdc_assets.errors import PositionLost, UnreachableError
-from cdc_assets.sources.postgres.replication import (PgLogReader, drop_publication, drop_slot, ensure_publication,
-                                                     ensure_slot, publication_name, slot_name, slot_state)
+from cdc_assets.errors import PositionLost
+from cdc_assets.sources.postgres.reader import PgLogReader
+from cdc_assets.sources.postgres.slot import (drop_publication, drop_slot, ensure_publication, ensure_slot,
+                                              publication_name, slot_name, slot_state)
 from cdc_assets.sources.postgres.source import PostgresSource
 
 
@@ -53,11 +53,11 @@ class Capture:
         ensure_publication(self.conn, self.publication, [self.table(t) for t in tables])
         return ensure_slot(self.conn, self.slot)
 
-    def reader(self, *tables: str, slot: str | None = None) -> PgLogReader:
+    def reader(self, *tables: str) -> PgLogReader:
         """A reader whose consumer does not acknowledge every transaction (these tests read the log, mostly
         without applying it anywhere)."""
         schemas = {self.table(t): self.source.describe(self.table(t)) for t in tables}
-        return PgLogReader(self.url, slot or self.slot, self.publication, schemas, acknowledged=False)
+        return PgLogReader(self.url, self.slot, self.publication, schemas, acknowledged=False)
 
 
 @pytest.fixture
@@ -81,35 +81,6 @@ def db(servers, unique_name):
 
 def transactions(items) -> list[Transaction]:
     return [item for item in items if isinstance(item, Transaction)]
-
-
-def test_transactions_come_back_whole_in_order_with_their_commit_positions(db):
-    db.execute("CREATE TABLE a (id INT PRIMARY KEY, v TEXT)",
-               "CREATE TABLE b (k1 INT, k2 TEXT, n INT, PRIMARY KEY (k2, k1))",
-               "CREATE TABLE other (id INT PRIMARY KEY)")
-    start = db.capture("a", "b", "other")  # `other` is published but not captured: the reader drops it
-    after1 = db.commit("INSERT INTO a VALUES (1, 'one'), (2, 'two')", "INSERT INTO b VALUES (7, 'k', 70)")
-    after2 = db.commit("UPDATE a SET v = 'uno' WHERE id = 1", "DELETE FROM b", "INSERT INTO other VALUES (1)")
-    after3 = db.commit("INSERT INTO other VALUES (2)")
-    after4 = db.commit("INSERT INTO b VALUES (8, 'm', 80)", "DELETE FROM a WHERE id = 2")
-
-    items = list(db.reader("a", "b").read(start, stop_at=after4))
-
-    txns = transactions(items)
-    a, b = db.table("a"), db.table("b")
-    assert [[(c.table, c.op, c.key) for c in t.changes] for t in txns] == [
-        [(a, Op.INSERT, (1,)), (a, Op.INSERT, (2,)), (b, Op.INSERT, ("k", 7))],
-        [(a, Op.UPDATE, (1,)), (b, Op.DELETE, ("k", 7))],
-        [(b, Op.INSERT, ("m", 8)), (a, Op.DELETE, (2,))],
-    ]
-    update, delete = txns[1].changes
-    assert (update.before, update.after) == (None, {"id": 1, "v": "uno"})  # default replica identity: no old row
-    assert (delete.before, delete.after) == ({"k1": 7, "k2": "k"}, None)  # ... and only the key of a deleted one
-    ends = [t.end for t in txns]
-    assert start.lsn < ends[0].lsn <= after1.lsn < ends[1].lsn <= after2.lsn < after3.lsn < ends[2].lsn <= after4.lsn
-    assert all(c.position == t.end for t in txns for c in t.changes)
-    assert all(t.xid and abs(t.commit_time - time.time()) < 60 for t in txns)
-    assert not [i for i in items if not isinstance(i, (Transaction, Idle))]
 
 
 TYPES_DDL = """CREATE TABLE types_t (
@@ -158,33 +129,6 @@ def test_values_equal_what_select_reads(db):
     assert (first["iv"], first["t"], first["bi"]) == ("1 mon 2 days 03:04:05", "hi 😀 é", 9223372036854775807)
     assert set(nulls.values()) == {3, None}
     assert [c.before for c in deleted.changes] == [{"id": 1}, {"id": 2}, {"id": 3}]
-
-
-def test_stop_at_ends_a_bounded_read_and_positions_strictly_increase(db):
-    db.execute("CREATE TABLE a (id INT PRIMARY KEY)")
-    start = db.capture("a")
-    ends = [db.commit(f"INSERT INTO a VALUES ({i})") for i in range(1, 6)]
-
-    items = list(db.reader("a").read(start, stop_at=ends[2]))
-
-    assert [[c.key for c in t.changes] for t in transactions(items)] == [[(1,)], [(2,)], [(3,)]]
-    positions = [start] + [i.end if isinstance(i, Transaction) else i.position for i in items]
-    assert all(x.lsn < y.lsn for x, y in zip(positions, positions[1:]))
-    assert ends[1].lsn < positions[-1].lsn <= ends[2].lsn
-
-
-def test_bounded_read_ends_when_no_captured_change_reaches_stop_at(db):
-    db.execute("CREATE TABLE a (id INT PRIMARY KEY)", "CREATE TABLE other (id INT PRIMARY KEY)")
-    start = db.capture("a")
-    end1 = db.commit("INSERT INTO a VALUES (1)")
-    stop = db.commit("INSERT INTO other VALUES (1)")  # not published: the server sends nothing for it
-
-    began = time.monotonic()
-    items = list(db.reader("a").read(start, stop_at=stop))
-
-    assert time.monotonic() - began < 5
-    assert [t.changes[0].key for t in transactions(items)] == [(1,)] and items[0].end.lsn <= end1.lsn
-    assert isinstance(items[-1], Idle) and items[-1].position.lsn >= stop.lsn
 
 
 def test_acknowledged_transactions_are_not_replayed_unacknowledged_ones_are(db):
@@ -252,30 +196,6 @@ def test_column_changes_and_truncate_are_schema_changes(db):
     assert truncated.position == transactions(items)[1].end
 
 
-def test_unbounded_read_yields_idle_then_new_transactions_until_closed(db):
-    db.execute("CREATE TABLE a (id INT PRIMARY KEY)")
-    start = db.capture("a")
-    reader = db.reader("a")
-    stream = reader.read(start)
-
-    assert isinstance(next(stream), Idle)
-    db.commit("INSERT INTO a VALUES (1)")
-    item = next(stream)
-    while isinstance(item, Idle):
-        item = next(stream)
-    assert [c.key for c in item.changes] == [(1,)]
-    reader.close()
-    assert all(isinstance(i, Idle) for i in stream)  # ends within a poll interval
-
-
-def test_missing_slot_is_a_lost_position_with_the_way_out(db):
-    db.execute("CREATE TABLE a (id INT PRIMARY KEY)")
-    start = db.capture("a")
-
-    with pytest.raises(PositionLost, match=f"replication slot {db.slot}_gone does not exist.*plan --replan"):
-        list(db.reader("a", slot=f"{db.slot}_gone").read(start, stop_at=PgPosition(start.lsn + 1)))
-
-
 def test_invalidated_slot_is_a_lost_position(db):
     db.execute("CREATE TABLE a (id INT PRIMARY KEY)")
     start = db.capture("a")
@@ -299,16 +219,6 @@ def test_missing_publication_is_a_lost_position(db):
 
     with pytest.raises(PositionLost, match=f"publication {db.publication} is missing.*plan --replan"):
         list(db.reader("a").read(start, stop_at=stop))
-
-
-def test_refused_connection_is_unreachable_with_a_masked_url():
-    url = DbUrl.parse(f"postgresql://cdc:s3cret-pw@127.0.0.1:{free_port()}/shop")
-    reader = PgLogReader(url, "cdc_assets_x", "cdc_assets_x", {})
-
-    with pytest.raises(UnreachableError) as caught:
-        list(reader.read(PgPosition(1), stop_at=PgPosition(2)))
-
-    assert "cdc:***@127.0.0.1" in str(caught.value) and "s3cret" not in str(caught.value)
 
 
 @pytest.mark.parametrize("task_id, expected", [

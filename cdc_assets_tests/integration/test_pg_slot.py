@@ -11,7 +11,7 @@ from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import PositionLost
-from cdc_assets.sources.postgres.replication import slot_state
+from cdc_assets.sources.postgres.slot import slot_state
 from cdc_assets_tests.support import config_for, execute, fetch_rows, source_database
 
 SEED = ["CREATE TABLE t (id INT PRIMARY KEY, v INT)"]

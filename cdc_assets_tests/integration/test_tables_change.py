@@ -12,7 +12,7 @@ from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import PhaseHooks, TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
-from cdc_assets.sources.postgres.replication import slot_name, slot_state
+from cdc_assets.sources.postgres.slot import slot_name, slot_state
 from cdc_assets_tests.support import config_for, fetch_rows, snapshot_all, source_database
 
 ROWS = 300

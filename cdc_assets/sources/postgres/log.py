@@ -9,8 +9,8 @@ from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect
 from cdc_assets.errors import REPLAN_HINT, ConfigError, PositionLost
 from cdc_assets.sources.postgres.partitions import refuse_overlap
-from cdc_assets.sources.postgres.replication import (PgLogReader, ensure_publication, ensure_slot, publication_name,
-                                                     slot_name, slot_state)
+from cdc_assets.sources.postgres.reader import PgLogReader
+from cdc_assets.sources.postgres.slot import ensure_publication, ensure_slot, publication_name, slot_name, slot_state
 
 
 class PostgresLog:

@@ -1,0 +1,206 @@
+"""`PgLogReader`: the log reader over a logical replication slot, on psycopg2's LogicalReplicationConnection
+with the built-in `pgoutput` plugin (protocol v1); `Assembler` turns the messages into events.
+
+Facts this relies on (PostgreSQL 15 "Streaming Replication Protocol"):
+- XLogData's walEnd is the message's own LSN (0 for Relation), a keepalive's walEnd is how far decoding got:
+  everything committed before it was already sent;
+- the slot keeps WAL from its restart_lsn until the client reports a later flush position (see `Feedback`).
+"""
+from __future__ import annotations
+
+import select
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg2
+import psycopg2.errors
+from psycopg2.extras import LogicalReplicationConnection
+
+from cdc_assets.core.events import Idle, Transaction, TransactionPart
+from cdc_assets.core.log import LogItem
+from cdc_assets.core.positions import PgPosition
+from cdc_assets.core.tables import TableId, TableSchema
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.dbapi.connect import connect
+from cdc_assets.dbapi.errors import first_line
+from cdc_assets.errors import NETWORK_HINT, REPLAN_HINT, PositionLost, SourceSetupError, UnreachableError
+from cdc_assets.sources.postgres import pgoutput
+from cdc_assets.sources.postgres.assembly import Assembler
+from cdc_assets.sources.postgres.catalog import Catalog
+from cdc_assets.sources.postgres.feedback import Feedback
+from cdc_assets.sources.postgres.partitions import partitions_of
+from cdc_assets.sources.postgres.slot import advance_slot
+
+IDLE_AFTER = 1.0  # seconds without a yield before an Idle
+POLL_INTERVAL = 0.2  # seconds select() waits for the replication socket
+STATUS_INTERVAL = 5  # seconds between psycopg2's automatic status updates; servers drop silent clients after
+#                      wal_sender_timeout (60 s by default)
+SESSION_OPTIONS = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"
+
+
+class PgLogReader:
+    """Reads committed transactions of the captured tables from a logical replication slot; the `LogReader`
+    protocol of cdc_assets/core/log.py.
+
+    Positions are WAL LSNs: a Transaction ends at its commit's end LSN, an Idle at the last commit end or the
+    server's decoding position (keepalive walEnd), whichever is later. Values: see `values.caster`; a row image may
+    lack unchanged TOASTed columns (absent, never None). `before` is the full old row with REPLICA IDENTITY
+    FULL, only the key columns when the key changed (or for a delete) with the default identity, else None.
+
+    `acknowledge` reports a flush position to the server, which then may drop the WAL before it; psycopg2 may
+    report a keepalive's position beyond it only when nothing handed out lies in between (see `Feedback`), so
+    that an idle slot stops holding WAL back. While the reader holds back for that reason it yields
+    Idle(flush=True): the consumer should commit what it has. A consumer that never acknowledges (`acknowledged`
+    False: a bounded look at the log) is not waited for, and the slot may then be confirmed past what it read.
+    """
+
+    def __init__(self, url: DbUrl, slot: str, publication: str, schemas: dict[TableId, TableSchema],
+                 acknowledged: bool = True) -> None:
+        if not url.database:
+            raise SourceSetupError(f"source url {url} names no database",
+                                   "add it: postgresql://user@host:5432/<database>")
+        self.url = url
+        self.slot = slot
+        self.publication = publication
+        self.schemas = schemas
+        self.acknowledged = acknowledged
+        self._cursor = None
+        self._closed = False
+        self._ack: PgPosition | None = None  # sent by the reading thread: a replication cursor is not shared
+        self._acked = threading.Event()  # wakes a reader that holds back
+
+    def read(self, start: PgPosition, stop_at: PgPosition | None = None, part_events: int | None = None
+             ) -> Iterator[LogItem]:
+        """Yield what committed after `start`: Transactions with captured changes, SchemaChanges of captured
+        tables, and Idle(position) after ~1 s without either. With `part_events`, a transaction's changes
+        come in TransactionParts of that many before its Transaction (which holds the rest).
+
+        With `stop_at`, return after the transaction ending at or after it, or once the stream is quiet and
+        the server decoded up to it; the last position is reported (as Idle) before returning. Without it,
+        read until `close()`. Raises PositionLost (slot or publication missing), SourceSetupError,
+        UnreachableError."""
+        if stop_at is not None and stop_at.lsn <= start.lsn:
+            return
+        owners = self._partitions()
+        conn = self._connect()
+        catalog = None
+        try:
+            catalog = Catalog(self.url, list(self.schemas))
+            cursor = conn.cursor()
+            self._start(cursor, start)
+            self._cursor = cursor
+            yield from self._stream(cursor, start, stop_at, catalog, part_events, owners)
+        finally:
+            self._cursor = None
+            conn.close()
+            if catalog is not None:
+                catalog.close()
+
+    def _stream(self, cursor, start: PgPosition, stop_at: PgPosition | None, catalog: Catalog,
+                part_events: int | None, owners: dict) -> Iterator:
+        asm = Assembler(start, self.schemas, cursor, catalog, part_events, owners)
+        feedback = Feedback(lambda **kw: self._call(lambda: cursor.send_feedback(**kw)), start.lsn)
+        sent = reported = start  # `sent`: every transaction committing before it was received
+        last_yield = time.monotonic()
+        holding_back = False
+        while not self._closed:
+            self._acked.clear()
+            if (ack := self._ack) is not None and ack.lsn > feedback.applied:  # only grows: nothing lost to a race
+                feedback.acknowledge(ack.lsn)
+            message = None
+            if feedback.may_read() or not self.acknowledged:
+                holding_back = False
+                message = self._call(cursor.read_message)
+            elif not holding_back:  # the consumer should commit what it holds, now
+                holding_back = True
+                yield Idle(sent, flush=True)
+                reported, last_yield = sent, time.monotonic()
+            else:
+                feedback.hold_back()
+            if message is not None:
+                feedback.received(message.data_start)
+                for item in asm.feed(pgoutput.decode(message.payload)):
+                    # A part is committed with its transaction's end, which lies at or after a keepalive's walEnd
+                    # sent while the transaction streams: a confirmation then never skips it.
+                    if not isinstance(item, TransactionPart):
+                        feedback.handing_out((item.end if isinstance(item, Transaction) else item.position).lsn)
+                    yield item
+                    reported, last_yield = asm.boundary, time.monotonic()
+            if not asm.inside:  # walEnd of a keepalive, or of the Commit just read
+                sent = PgPosition(max(sent.lsn, asm.boundary.lsn, cursor.wal_end))
+            if stop_at is not None and not asm.inside and sent.lsn >= stop_at.lsn:
+                if sent != reported:
+                    yield Idle(sent)
+                return
+            if time.monotonic() - last_yield >= IDLE_AFTER:  # quiet, or busy with transactions already applied
+                yield Idle(sent, flush=holding_back)
+                reported, last_yield = sent, time.monotonic()
+            if holding_back:
+                self._acked.wait(POLL_INTERVAL)
+            elif message is None:
+                select.select([cursor], [], [], POLL_INTERVAL)
+
+    def acknowledge(self, position: PgPosition) -> None:
+        """The target stored everything up to `position`: let the slot release the WAL before it. Safe to call
+        from another thread than the one reading."""
+        if self._cursor is not None:
+            self._ack = position
+            self._acked.set()
+        else:
+            advance_slot(self.url, self.slot, position)
+
+    def close(self) -> None:
+        self._closed = True
+
+    def _partitions(self) -> dict[TableId, TableId]:
+        """The partitions of the captured tables. The publication publishes their changes under the partitioned
+        table; WAL decoded with a publication made before it did so still names the leaves."""
+        if not self.schemas:
+            return {}
+        conn = connect(self.url)
+        try:
+            return partitions_of(conn, list(self.schemas))
+        finally:
+            conn.close()
+
+    def _connect(self):
+        try:
+            return psycopg2.connect(
+                host=self.url.host, port=self.url.port, user=self.url.user or None,
+                password=self.url.password or None, dbname=self.url.database, connect_timeout=10,
+                client_encoding="UTF8", options=SESSION_OPTIONS, connection_factory=LogicalReplicationConnection)
+        except psycopg2.OperationalError as exc:
+            raise UnreachableError(f"cannot open a replication connection to {self.url}: "
+                                   f"{first_line(exc, self.url.password)}", NETWORK_HINT) from None
+
+    def _start(self, cursor, start: PgPosition) -> None:
+        self._call(lambda: cursor.start_replication(
+            slot_name=self.slot, decode=False, start_lsn=start.lsn, status_interval=STATUS_INTERVAL,
+            options={"proto_version": "1", "publication_names": self.publication}))
+
+    def _call(self, action: Callable[[], Any]) -> Any:
+        try:
+            return action()
+        except psycopg2.Error as exc:
+            raise self._translate(exc) from None
+
+    def _translate(self, exc: psycopg2.Error) -> Exception:
+        reason = first_line(exc, self.url.password)
+        if isinstance(exc, psycopg2.errors.UndefinedObject) and "publication" in reason:
+            return PositionLost(
+                f"publication {self.publication} is missing on {self.url} for the changes being decoded ({reason}); "
+                "creating it now does not help: the server reads publications as of each change", REPLAN_HINT)
+        if isinstance(exc, psycopg2.errors.UndefinedObject):
+            return PositionLost(f"replication slot {self.slot} does not exist on {self.url} ({reason})", REPLAN_HINT)
+        if isinstance(exc, psycopg2.errors.ObjectNotInPrerequisiteState) and "cannot read from" in reason:
+            return PositionLost(f"replication slot {self.slot} on {self.url} was invalidated ({reason}): it held "
+                                "back more WAL than max_slot_wal_keep_size allows", REPLAN_HINT)
+        if isinstance(exc, psycopg2.errors.ObjectInUse):
+            return SourceSetupError(f"replication slot {self.slot} on {self.url} is in use ({reason})",
+                                    "stop the other reader of this slot (another incremental run of the task?)")
+        if exc.pgcode is None or exc.pgcode[:2] in ("08", "57"):  # connection lost, server shutting down
+            return UnreachableError(f"lost the replication connection to {self.url} ({reason})", NETWORK_HINT)
+        return SourceSetupError(f"logical replication from slot {self.slot} on {self.url} failed ({reason})",
+                                "check the slot, the publication and the server log")
