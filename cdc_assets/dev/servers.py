@@ -167,8 +167,10 @@ class MariaDbServer:
 
     def _write_config(self) -> None:
         # Rewritten on every start: the port may have changed since the data directory was created.
+        # Its own tmpdir: in /tmp, another program's clean-up removed the files of a running query's temp table.
+        (self.base / "tmp").mkdir(exist_ok=True)
         server = [
-            f"datadir={self.datadir}", f"port={self.port}", "bind-address=127.0.0.1", f"socket={self.socket}",
+            f"datadir={self.datadir}", f"tmpdir={self.base / 'tmp'}", f"port={self.port}", "bind-address=127.0.0.1", f"socket={self.socket}",
             f"pid-file={self.base / 'mariadb.pid'}", f"log-error={self.error_log}",
             f"log-bin={self.datadir / 'mysql-bin'}", "binlog-format=ROW", "binlog-row-image=FULL",
             "binlog-row-metadata=FULL", "server-id=1", "character-set-server=utf8mb4",
