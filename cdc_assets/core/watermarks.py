@@ -10,7 +10,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from decimal import Decimal
 
-from cdc_assets.core.positions import Position, is_before
+from cdc_assets.core.positions import Position, is_before, latest
 from cdc_assets.core.splits import KeyRange, SplitPlan
 
 ORDERED_KINDS = ("int", "decimal")  # split keys Python orders exactly as the source does
@@ -31,7 +31,7 @@ class TableWatermarks:
         self.kind = plan.key_kind
         self.bounds = [key_value(self.kind, b) for b in plan.boundaries]
         self.highs = [highs[i] for i in range(len(plan.estimated_rows))]
-        self.largest = max(self.highs, key=lambda p: p.sort_key())
+        self.largest = latest(self.highs)
 
     def holds(self, split_key, end: Position) -> bool:
         """Does the target already hold a change of this key that committed at `end`?"""

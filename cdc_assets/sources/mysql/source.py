@@ -96,6 +96,12 @@ class MysqlSource(SqlKeyProbes):
         return None
 
     def current_position(self) -> MysqlPosition:
+        """The log end, with the server's identity and the GTID set logged up to it.
+
+        MySQL: the status statement's own Executed_Gtid_Set column (5th), read in the same statement as the
+        file/offset; the server reads the set first (rpl_source.cc show_master_status), so a commit racing it
+        can only make the set smaller than the offset's: a GTID resume then replays, never skips. MariaDB's
+        status has no GTID column: BINLOG_GTID_POS(file, offset) gives the set at exactly that offset."""
         statement = self.flavour.binlog_status_sql
         with self.conn.cursor() as cur:
             cur.execute(statement)
@@ -103,9 +109,15 @@ class MysqlSource(SqlKeyProbes):
             if row is None:
                 raise SourceSetupError(f"{statement} returned nothing on {self.url} ({self.flavour})",
                                        "enable the binlog (--log-bin)")
-            cur.execute(self.flavour.gtid_executed_sql)
-            gtid = cur.fetchone()[0] or ""
-        return MysqlPosition(row[0], int(row[1]), gtid.replace("\n", ""))
+            file, pos = row[0], int(row[1])
+            if self.flavour.mariadb:
+                cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (file, pos))
+                gtid = cur.fetchone()[0]
+            else:
+                gtid = row[4] if len(row) > 4 else ""
+            cur.execute(self.flavour.server_identity_sql)
+            server = str(cur.fetchone()[0])
+        return MysqlPosition(file, pos, (gtid or "").replace("\n", ""), server)
 
     def key_stats(self, schema: TableSchema, kind: str) -> KeyStats:
         lo, hi = self._min_max(schema, kind)
