@@ -55,9 +55,10 @@ class NulInText(TableError):
 class PositionsIncomparable(PositionLost):
     """Two binlog positions of different servers (a failover) that their GTID sets cannot order."""
 
-    def __init__(self, a: object, b: object, why: str) -> None:
+    def __init__(self, a: object, b: object, why: str, subject: str = "") -> None:
+        self.a, self.b, self.why = a, b, why
         super().__init__(
-            f"cannot tell whether binlog position {a} comes before {b}: they are positions of different servers "
-            f"and {why}",
+            (f"{subject}: " if subject else "") + f"cannot tell whether binlog position {a} comes before {b}: they "
+            f"are positions of different servers and {why}",
             "turn GTIDs on (MySQL gtid_mode=ON) before a failover, or re-plan and re-snapshot the task: "
             "cdc-assets plan --replan")

@@ -110,8 +110,14 @@ def _compare_gtids(a: MysqlPosition, b: MysqlPosition) -> int:
     raise PositionsIncomparable(a, b, why)
 
 
-def is_before(a: Position, b: Position) -> bool:
-    return compare(a, b) < 0
+def is_before(a: Position, b: Position, subject: str = "") -> bool:
+    """`subject` names what is compared (a table's watermarks) in the error when positions cannot be ordered."""
+    try:
+        return compare(a, b) < 0
+    except PositionsIncomparable as exc:
+        if not subject:
+            raise
+        raise PositionsIncomparable(exc.a, exc.b, exc.why, subject) from None
 
 
 def earliest(positions: list[Position]) -> Position | None:

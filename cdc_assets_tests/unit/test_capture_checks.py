@@ -30,7 +30,7 @@ COMPOSE_84 = {**DEFAULTS_84, "binlog_row_metadata": "FULL", "binlog_expire_logs_
 def test_mysql_defaults_lack_only_full_row_metadata():
     for flavour, variables in ((MYSQL_80, DEFAULTS_80), (MYSQL_84, DEFAULTS_84)):
         result = check(flavour, variables, replica=False, server=SERVER)
-        assert result.problems == (f"binlog_row_metadata is 'MINIMAL' on {SERVER}: set binlog_row_metadata=FULL "
+        assert result.problems == (f"binlog_row_metadata is MINIMAL on {SERVER}: set binlog_row_metadata=FULL "
                                    "(row events then carry column names)",)
         assert result.retention == f"binlog retention on {SERVER}: 30 days (binlog_expire_logs_seconds=2592000)"
         assert result.warnings == ()

@@ -243,3 +243,20 @@ def test_mysql_set_at_an_offset_from_show_binlog_events():
     assert gtids_before(rows, 197) == f"{UUID_A}:1-5"
     assert gtids_before(rows, 382) == f"{UUID_A}:1-6"
     assert gtids_before(rows, 567) == f"{UUID_A}:1-7"
+
+
+def test_split_watermarks_of_the_old_server_filter_by_gtid_on_the_new_one():
+    from cdc_assets.core.splits import SplitPlan
+    from cdc_assets.core.tables import TableId
+    from cdc_assets.core.watermarks import TableWatermarks
+
+    plan = SplitPlan(TableId("shop", "orders"), "id", "int", (100,), (100, 100), "2026-01-01T00:00:00")
+    highs = {0: MysqlPosition("mysql-bin.000003", 900, "0-1-40", "1"),
+             1: MysqlPosition("mysql-bin.000003", 1900, "0-1-44", "1")}
+    w = TableWatermarks(plan, highs)
+    on_replica = MysqlPosition("replica-bin.000001", 120, "0-1-42", "2")  # a group the primary logged as 42
+    assert not w.holds(50, on_replica) and w.holds(150, on_replica)
+    assert not w.plain(on_replica) and w.plain(MysqlPosition("replica-bin.000001", 500, "0-2-45", "2"))
+    other_domain = MysqlPosition("replica-bin.000001", 700, "1-2-1", "2")
+    with pytest.raises(PositionsIncomparable, match=r"^the split high watermarks of shop.orders: .*plan --replan"):
+        w.holds(50, other_domain)

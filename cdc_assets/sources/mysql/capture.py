@@ -50,12 +50,12 @@ def check(flavour: MysqlFlavour, variables: dict[str, str], replica: bool, serve
         problems.append(f"the binlog is off on {server}: start it with --log-bin (and a server-id)")
     for name, want in (("binlog_format", "ROW"), ("binlog_row_image", "FULL")):
         if v.get(name, "").upper() != want:
-            problems.append(f"{name} is {v.get(name)!r} on {server}: set {name}={want}")
+            problems.append(f"{name} is {v.get(name) or 'unset'} on {server}: set {name}={want}")
     if "binlog_row_metadata" not in v:
         problems.append(f"{server} ({flavour}) has no binlog_row_metadata, so row events carry no column names: "
                         "upgrade to MySQL >= 8.0.1 or MariaDB >= 10.5 and set binlog_row_metadata=FULL")
     elif v["binlog_row_metadata"].upper() != "FULL":
-        problems.append(f"binlog_row_metadata is {v['binlog_row_metadata']!r} on {server}: set "
+        problems.append(f"binlog_row_metadata is {v['binlog_row_metadata']} on {server}: set "
                         "binlog_row_metadata=FULL (row events then carry column names)")
     updates = flavour.log_replica_updates_variable
     if replica and not _on(v.get(updates, v.get("log_slave_updates"))):
@@ -65,7 +65,7 @@ def check(flavour: MysqlFlavour, variables: dict[str, str], replica: bool, serve
         problems.append(f"binlog_transaction_compression is ON on {server}: compressed transaction payloads "
                         "cannot be read: set binlog_transaction_compression=OFF")
     if v.get("binlog_row_value_options", ""):
-        problems.append(f"binlog_row_value_options is {v['binlog_row_value_options']!r} on {server}: JSON "
+        problems.append(f"binlog_row_value_options is {v['binlog_row_value_options']} on {server}: JSON "
                         "updates are logged as partial diffs: set binlog_row_value_options=''")
     retention, seconds = _retention(v)
     warnings = ()
