@@ -239,7 +239,7 @@ def test_mysql_set_at_an_offset_from_show_binlog_events():
         ("binlog.000004", 461, "Query", 1, 536, "BEGIN"),
         ("binlog.000004", 536, "Xid", 1, 567, "COMMIT /* xid=13 */"),
     ]
-    assert gtids_before(rows, 4) == ""
+    assert gtids_before(rows, 4) == f"{UUID_A}:1-5"  # the start of the file: what earlier files logged
     assert gtids_before(rows, 197) == f"{UUID_A}:1-5"
     assert gtids_before(rows, 382) == f"{UUID_A}:1-6"
     assert gtids_before(rows, 567) == f"{UUID_A}:1-7"
@@ -260,3 +260,11 @@ def test_split_watermarks_of_the_old_server_filter_by_gtid_on_the_new_one():
     other_domain = MysqlPosition("replica-bin.000001", 700, "1-2-1", "2")
     with pytest.raises(PositionsIncomparable, match=r"^the split high watermarks of shop.orders: .*plan --replan"):
         w.holds(50, other_domain)
+
+
+def test_server_identity_and_binlog_list_statements_per_flavour():
+    assert MARIADB.server_identity_sql == "SELECT @@GLOBAL.server_id"  # MariaDB has no server_uuid
+    for version in ("8.0.36", "8.4.0"):
+        flavour = MysqlFlavour.parse(version)
+        assert flavour.server_identity_sql == "SELECT @@GLOBAL.server_uuid"
+        assert flavour.binary_logs_sql == "SHOW BINARY LOGS"  # 8.4 removed only SHOW MASTER LOGS

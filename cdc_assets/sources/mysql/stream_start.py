@@ -29,6 +29,7 @@ from cdc_assets.errors import PositionLost
 REPLAN_HINT = "re-plan and re-snapshot the task: cdc-assets plan --replan"
 FIRST_EVENT_OFFSET = 4
 # SHOW BINLOG EVENTS' Info of a MySQL GTID event (binlog_event.cpp Gtid_log_event::print / get_set_gtid_next).
+_FILE_HEADER = ("Format_desc", "Previous_gtids")  # the events every MySQL binlog file opens with
 _GTID_NEXT = re.compile(r"SET @@SESSION\.GTID_NEXT\s*=\s*'(?P<gtid>[^']+)'", re.I)
 
 
@@ -79,15 +80,13 @@ def choose(start: MysqlPosition, state: ServerState, url: DbUrl) -> StreamStart:
 
 
 def resolved(start: MysqlPosition, state: ServerState, conn) -> MysqlPosition:
-    """`start` with its server and GTID set filled in when it lacks them and lies in this server's binlog (a
-    startup position, or one recorded before positions carried them): the reader adds each group's GTID to
-    it, so it must be the exact set at `start`, not the server's set now."""
+    """`start` with its server and GTID set filled in when it lies in this server's binlog and lacks them (a
+    startup position, or one recorded before positions named their server, whose set may be one GTID rather
+    than the set): the reader adds each group's GTID to it, so it must be the exact set at `start`."""
     if start.server and start.server != state.identity or start.file not in state.files:
         return start
-    gtid_set = start.gtid_set
-    if not start.server or not gtid_set:
-        gtid_set = gtid_set or gtid_set_at(conn, state.flavour, start.file, start.pos)
-    return MysqlPosition(start.file, start.pos, gtid_set, state.identity)
+    exact = start.gtid_set if start.server and start.gtid_set else gtid_set_at(conn, state.flavour, start.file, start.pos)
+    return MysqlPosition(start.file, start.pos, exact, state.identity)
 
 
 def gtid_set_at(conn, flavour: MysqlFlavour, file: str, pos: int) -> str:
@@ -96,8 +95,14 @@ def gtid_set_at(conn, flavour: MysqlFlavour, file: str, pos: int) -> str:
         with conn.cursor() as cur:
             cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (file, pos))
             return (cur.fetchone()[0] or "")
-    with conn.cursor(pymysql.cursors.SSCursor) as cur:  # streamed: a file holds up to max_binlog_size of events
-        cur.execute(f"SHOW BINLOG EVENTS IN '{file}'")
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@GLOBAL.gtid_mode")
+        if str(cur.fetchone()[0]).upper() == "OFF":
+            return ""  # no GTIDs: spare the scan below
+    # Streamed: a file holds up to max_binlog_size of events. Read once per stream opened at a position without
+    # a set (startup positions, old checkpoints); MySQL has no BINLOG_GTID_POS.
+    with conn.cursor(pymysql.cursors.SSCursor) as cur:
+        cur.execute("SHOW BINLOG EVENTS IN %s", (file,))
         try:
             return gtids_before(cur, pos)
         finally:
@@ -106,13 +111,14 @@ def gtid_set_at(conn, flavour: MysqlFlavour, file: str, pos: int) -> str:
 
 def gtids_before(rows, pos: int) -> str:
     """From SHOW BINLOG EVENTS rows (Log_name, Pos, Event_type, Server_id, End_log_pos, Info) of one MySQL
-    file: its Previous_gtids set plus every Gtid event that starts before `pos`."""
+    file: its Previous_gtids set (the set before the file, wherever `pos` is) plus every Gtid event that starts
+    before `pos`."""
     gtid_set = ""
     for _log, start, event_type, _server, _end, info in rows:
-        if start >= pos:
+        if event_type in _FILE_HEADER:
+            gtid_set = (info or "").replace("\n", "") if event_type == "Previous_gtids" else gtid_set
+        elif start >= pos:
             break
-        if event_type == "Previous_gtids":
-            gtid_set = (info or "").replace("\n", "")
         elif event_type == "Gtid" and (m := _GTID_NEXT.search(info or "")):
             gtid_set = gtid_sets.add(gtid_set, m["gtid"])
     return gtid_set
