@@ -82,6 +82,8 @@ def cmd_plan(args) -> int:
         print(f"{plan.table}: plan {plan.plan_id}, {len(plan.splits)} splits on '{plan.split_column}', {state}")
         for s in plan.splits:
             print(f"  {s.id}  {s.range}  ~{s.estimated_rows} rows")
+    for note in runtime.capture_notes:
+        print(note)
     print(f"{added} partitions added to the Dagster instance at {os.environ['DAGSTER_HOME']}")
     if args.replan:
         print("re-planned: plans, positions and the checkpoint were discarded. The target tables are kept: each "

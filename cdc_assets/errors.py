@@ -65,3 +65,15 @@ class NulInText(TableError):
             f"row {key} of {table}: column '{column}' holds a NUL character (0x00), which PostgreSQL text cannot store",
             f"remove it on the source (UPDATE ... SET `{column}` = REPLACE(`{column}`, CHAR(0), '')) and run again, "
             "or leave the column out with source.exclude_columns")
+
+
+class PositionsIncomparable(PositionLost):
+    """Two binlog positions of different servers (a failover) that their GTID sets cannot order."""
+
+    def __init__(self, a: object, b: object, why: str, subject: str = "") -> None:
+        self.a, self.b, self.why = a, b, why
+        super().__init__(
+            (f"{subject}: " if subject else "") + f"cannot tell whether binlog position {a} comes before {b}: they "
+            f"are positions of different servers and {why}",
+            "turn GTIDs on (MySQL gtid_mode=ON) before a failover, or re-plan and re-snapshot the task: "
+            "cdc-assets plan --replan")

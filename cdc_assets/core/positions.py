@@ -1,36 +1,58 @@
 """Log positions: frozen, ordered, JSON round-trippable values.
 
 JSON is tagged by "type" like ape-dts's Position enum, so position.log lines read the same:
-    {"type": "MysqlCdc", "binlog_filename": "mysql-bin.000004", "next_event_position": 4663, "gtid_set": "0-1-12"}
+    {"type": "MysqlCdc", "binlog_filename": "mysql-bin.000004", "next_event_position": 4663, "gtid_set": "0-1-12",
+     "server": "1"}
     {"type": "PgCdc", "lsn": "0/16B3748"}
     {"type": "MongoCdc", "resume_token": "8263515EAC000000022B0429296E1404", "cluster_time": {"t": 1666277036, "i": 2}}
+
+Ordering binlog positions across a failover: a file/offset pair means something only on the server that wrote
+it, so two positions of different servers (both `server`s known and different) are ordered by the transactions
+they include, their GTID sets; when either lacks a set, or neither set holds the other, `is_before` raises
+PositionsIncomparable instead of comparing apples and oranges. Positions of one server (or of an unknown one,
+as recorded before servers were) compare by file/offset.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cmp_to_key
 from typing import Union
+
+from cdc_assets.core import gtid_sets
+from cdc_assets.errors import PositionsIncomparable
 
 _BINLOG_SEQ = re.compile(r"\.(\d+)$")
 
 
 @dataclass(frozen=True)
 class MysqlPosition:
-    """A binlog coordinate: the offset *after* the last event read (resume point), plus GTID when known."""
+    """A binlog coordinate: the offset *after* the last event read (resume point) in `file` of `server`.
+
+    `gtid_set`: every GTID the server had logged at that point (MySQL gtid_executed, MariaDB gtid_binlog_pos),
+    "" when the server has none or it is unknown. `server`: whose binlog `file` is, @@server_uuid on MySQL,
+    @@server_id on MariaDB; "" when unknown."""
 
     file: str
     pos: int
     gtid_set: str = ""
+    server: str = ""
 
     def sort_key(self) -> tuple[int, str, int]:
         m = _BINLOG_SEQ.search(self.file)
         return (int(m.group(1)) if m else -1, self.file, self.pos)
 
     def to_json(self) -> dict:
-        return {"type": "MysqlCdc", "binlog_filename": self.file, "next_event_position": self.pos, "gtid_set": self.gtid_set}
+        data = {"type": "MysqlCdc", "binlog_filename": self.file, "next_event_position": self.pos,
+                "gtid_set": self.gtid_set}
+        return {**data, "server": self.server} if self.server else data
+
+    def same_server(self, other: "MysqlPosition") -> bool:
+        return not self.server or not other.server or self.server == other.server
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.pos}" + (f" (gtid {self.gtid_set})" if self.gtid_set else "")
+        where = f" of server {self.server}" if self.server else ""
+        return f"{self.file}:{self.pos}{where}" + (f" (gtid {self.gtid_set})" if self.gtid_set else "")
 
 
 @dataclass(frozen=True)
@@ -105,7 +127,8 @@ Position = Union[MysqlPosition, PgPosition, MongoPosition]
 def position_from_json(data: dict) -> Position:
     kind = data.get("type")
     if kind == "MysqlCdc":
-        return MysqlPosition(data["binlog_filename"], int(data["next_event_position"]), data.get("gtid_set", ""))
+        return MysqlPosition(data["binlog_filename"], int(data["next_event_position"]), data.get("gtid_set", ""),
+                             str(data.get("server", "")))
     if kind == "PgCdc":
         return PgPosition.parse_lsn(data["lsn"])
     if kind == "MongoCdc":
@@ -114,11 +137,41 @@ def position_from_json(data: dict) -> Position:
     raise ValueError(f"unknown position type {kind!r}")
 
 
-def is_before(a: Position, b: Position) -> bool:
+def compare(a: Position, b: Position) -> int:
+    """-1, 0 or 1 as `a` is before, at or after `b`; across servers by GTID sets (see the module docstring).
+    Raises PositionsIncomparable."""
     if type(a) is not type(b):
         raise TypeError(f"cannot compare {type(a).__name__} with {type(b).__name__}")
-    return a.sort_key() < b.sort_key()
+    if isinstance(a, MysqlPosition) and not a.same_server(b):
+        return _compare_gtids(a, b)
+    ka, kb = a.sort_key(), b.sort_key()
+    return (ka > kb) - (ka < kb)
+
+
+def _compare_gtids(a: MysqlPosition, b: MysqlPosition) -> int:
+    if a.gtid_set and b.gtid_set:
+        a_has_b, b_has_a = gtid_sets.contains(a.gtid_set, b.gtid_set), gtid_sets.contains(b.gtid_set, a.gtid_set)
+        if a_has_b or b_has_a:
+            return a_has_b - b_has_a
+        why = "neither GTID set holds the other (the servers logged transactions in another order or domain)"
+    else:
+        why = "a GTID set is missing (the server has gtid_mode OFF, or the position was recorded without one)"
+    raise PositionsIncomparable(a, b, why)
+
+
+def is_before(a: Position, b: Position, subject: str = "") -> bool:
+    """`subject` names what is compared (a table's watermarks) in the error when positions cannot be ordered."""
+    try:
+        return compare(a, b) < 0
+    except PositionsIncomparable as exc:
+        if not subject:
+            raise
+        raise PositionsIncomparable(exc.a, exc.b, exc.why, subject) from None
 
 
 def earliest(positions: list[Position]) -> Position | None:
-    return min(positions, key=lambda p: p.sort_key()) if positions else None
+    return min(positions, key=cmp_to_key(compare)) if positions else None
+
+
+def latest(positions: list[Position]) -> Position | None:
+    return max(positions, key=cmp_to_key(compare)) if positions else None

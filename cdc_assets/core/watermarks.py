@@ -10,7 +10,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from decimal import Decimal
 
-from cdc_assets.core.positions import Position, is_before
+from cdc_assets.core.positions import Position, is_before, latest
 from cdc_assets.core.splits import KeyRange, SplitPlan
 
 ORDERED_KINDS = ("int", "decimal")  # split keys Python orders exactly as the source does
@@ -29,16 +29,17 @@ def in_range(kind: str, value, r: KeyRange) -> bool:
 class TableWatermarks:
     def __init__(self, plan: SplitPlan, highs: dict[int, Position]) -> None:
         self.kind = plan.key_kind
+        self.subject = f"the split high watermarks of {plan.table}"
         self.bounds = [key_value(self.kind, b) for b in plan.boundaries]
         self.highs = [highs[i] for i in range(len(plan.estimated_rows))]
-        self.largest = max(self.highs, key=lambda p: p.sort_key())
+        self.largest = latest(self.highs)
 
     def holds(self, split_key, end: Position) -> bool:
         """Does the target already hold a change of this key that committed at `end`?"""
-        if is_before(self.largest, end):
+        if is_before(self.largest, end, self.subject):
             return False  # plain log mode
         split = bisect_right(self.bounds, key_value(self.kind, split_key))
-        return not is_before(self.highs[split], end)
+        return not is_before(self.highs[split], end, self.subject)
 
     def plain(self, position: Position) -> bool:
-        return not is_before(position, self.largest)
+        return not is_before(position, self.largest, self.subject)

@@ -67,6 +67,17 @@ class MysqlFlavour:
             return "utf8mb4_nopad_bin"
         return "utf8mb4_0900_bin" if self.at_least(8, 0, 17) else "utf8mb4_bin"
 
+    @property
+    def server_identity_sql(self) -> str:
+        """Who wrote a binlog: file/offset pairs mean something only on that server. MySQL names itself by
+        server_uuid (unique by construction); MariaDB has none and relies on server_id, unique per topology."""
+        return "SELECT @@GLOBAL.server_id" if self.mariadb else "SELECT @@GLOBAL.server_uuid"
+
+    @property
+    def binary_logs_sql(self) -> str:
+        # The same statement on MySQL 5.7-8.4 and MariaDB (MySQL 8.4 removed only the SHOW MASTER LOGS synonym).
+        return "SHOW BINARY LOGS"
+
     def __str__(self) -> str:
         return ("MariaDB " if self.mariadb else "MySQL ") + self.text
 

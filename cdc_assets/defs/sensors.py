@@ -22,10 +22,13 @@ def split_planner_sensor(config: TaskConfig, config_path: str) -> dg.SensorDefin
             plans = plan_unplanned(runtime)
         finally:
             runtime.close()
+        for note in runtime.capture_notes:
+            context.log.info(note)
         requests = add_requests(context.instance, config.task_id, plans)
         if not requests:
             total = sum(len(p.splits) for p in plans)
-            return dg.SkipReason(f"all {len(plans)} tables planned; {total} splits registered as partitions")
+            return dg.SkipReason("; ".join([f"all {len(plans)} tables planned; {total} splits registered as "
+                                            "partitions", *runtime.capture_notes]))
         return dg.SensorResult(dynamic_partitions_requests=requests)
 
     return _planner

@@ -34,6 +34,7 @@ class TableReport:
 class SnapshotReport:
     tables: list[TableReport]
     positions: str
+    capture_notes: list[str] = field(default_factory=list)  # the source's log retention and warnings
 
     @property
     def unfinished(self) -> int:
@@ -45,7 +46,7 @@ class SnapshotReport:
             rate = f"{t.rows / t.seconds:,.0f} rows/s" if t.seconds > 0 else "nothing read in this run"
             out.append(f"{t.table}: {t.finished}/{t.splits} splits finished, {t.rows:,} rows, {t.seconds:.1f} s, {rate}")
         out.append(f"positions: {self.positions}")
-        return out
+        return out + self.capture_notes
 
     def reason(self) -> str:
         bad = [t for t in self.tables if t.finished < t.splits]
@@ -61,6 +62,7 @@ def run_snapshot(config: TaskConfig, config_path: str, instance: dg.DagsterInsta
         register(instance, config.task_id, plans)
         finished = set(runtime.resumer.finished())
         positions = runtime.describe_store()
+        notes = runtime.capture_notes
     finally:
         runtime.close()
 
@@ -83,7 +85,7 @@ def run_snapshot(config: TaskConfig, config_path: str, instance: dg.DagsterInsta
         ids = [s.id for s in plan.splits]
         report.finished = sum(1 for s in ids if s in done)
         report.rows = sum(int(done[s].position_data.get("rows", 0)) for s in ids if s in done)
-    return SnapshotReport(reports, positions)
+    return SnapshotReport(reports, positions, notes)
 
 
 def _snapshot_table(instance, asset, resources, plan: SplitPlan, finished: set[str], per_run: int) -> TableReport:

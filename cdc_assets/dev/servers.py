@@ -108,6 +108,10 @@ class MariaDbServer:
     pid: int = 0
     user: str = DEV_USER
     password: str = field(default=DEV_PASSWORD, repr=False)  # test failures print reprs
+    # A replica needs its own server id and binlog names (failover tests); `options` are more my.cnf lines.
+    server_id: int = 1
+    binlog_basename: str = "mysql-bin"
+    options: tuple[str, ...] = ()
     _process: subprocess.Popen | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -172,12 +176,12 @@ class MariaDbServer:
         server = [
             f"datadir={self.datadir}", f"tmpdir={self.base / 'tmp'}", f"port={self.port}", "bind-address=127.0.0.1", f"socket={self.socket}",
             f"pid-file={self.base / 'mariadb.pid'}", f"log-error={self.error_log}",
-            f"log-bin={self.datadir / 'mysql-bin'}", "binlog-format=ROW", "binlog-row-image=FULL",
-            "binlog-row-metadata=FULL", "server-id=1", "character-set-server=utf8mb4",
+            f"log-bin={self.datadir / self.binlog_basename}", "binlog-format=ROW", "binlog-row-image=FULL",
+            "binlog-row-metadata=FULL", f"server-id={self.server_id}", "character-set-server=utf8mb4",
             "collation-server=utf8mb4_unicode_ci", "innodb-buffer-pool-size=256M",
             "innodb-flush-log-at-trx-commit=2", "sync-binlog=0", "local-infile=1", "max-allowed-packet=256M",
             "skip-name-resolve", "explicit-defaults-for-timestamp=1", "default-time-zone=+00:00",
-            "secure-file-priv=", "log-bin-trust-function-creators=1",
+            "secure-file-priv=", "log-bin-trust-function-creators=1", *self.options,
         ]
         if os.geteuid() == 0:
             server.append("user=root")

@@ -253,9 +253,10 @@ class _Session:
         """Leave out changes of tables that applied the log past this transaction already (`ahead`), and, with
         exactly-once, changes the snapshot already holds (at or before their split's high watermark)."""
         if self.ahead:
-            kept = [c for c in tx.changes if not ((p := self.ahead.get(c.table)) and not is_before(p, tx.end))]
+            kept = [c for c in tx.changes
+                    if not ((p := self.ahead.get(c.table)) and not is_before(p, tx.end, _ahead_of(c.table)))]
             self.report.skipped += len(tx.changes) - len(kept)
-            self.ahead = {t: p for t, p in self.ahead.items() if is_before(tx.end, p)}
+            self.ahead = {t: p for t, p in self.ahead.items() if is_before(tx.end, p, _ahead_of(t))}
             tx = Transaction(kept, tx.end, tx.commit_time, tx.xid) if len(kept) != len(tx.changes) else tx
         if not self.skip:
             return tx
@@ -394,6 +395,10 @@ class _Session:
                  [c.name for c in added], self.version, change.statement)
         self._checkpoint(0, change.position, extra=self.rt.resumer.schema_records(self.version, self.schemas))
         raise _Restart()
+
+
+def _ahead_of(table) -> str:
+    return f"where {table} applied the log up to (it joined from its own snapshot)"
 
 
 def _measure_lag(rt: TaskRuntime, report: SyncReport) -> None:

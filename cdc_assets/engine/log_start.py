@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import timezone
 
-from cdc_assets.core.positions import MysqlPosition, PgPosition, Position, earliest, position_from_json
+from cdc_assets.core.positions import MysqlPosition, PgPosition, Position, earliest, latest, position_from_json
 from cdc_assets.core.tables import TableId
 from cdc_assets.core.watermarks import TableWatermarks
 from cdc_assets.engine.planning import load_plans
@@ -81,4 +81,4 @@ def snapshot_horizons(rt: TaskRuntime) -> dict[TableId, Position]:
     for r in finished_of_plans(rt):
         d = r.position_data
         highs.setdefault(TableId(d["schema"], d["tb"]), []).append(position_from_json(d["high_watermark"]))
-    return {t: max(h, key=lambda p: p.sort_key()) for t, h in highs.items()}
+    return {t: latest(h) for t, h in highs.items()}

@@ -29,12 +29,15 @@ def describe(rt: TaskRuntime, table: TableId) -> TableSchema:
 
 
 def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
-    """Check source capture settings, tables, keys and the target; plan tables that have no plan yet.
+    """Check source capture settings, tables, keys and the target; plan tables that have no plan yet. What
+    the capture check reports (log retention, warnings) is left in `rt.capture_notes` for the plan output.
 
     An existing plan is kept as it is (plans are frozen); `replan=True` discards plans *and* positions,
     because finished markers of an old plan say nothing about a new plan's splits.
     """
-    rt.source.check_capture()
+    rt.capture_notes = rt.source.check_capture()
+    for note in rt.capture_notes:
+        log.info("%s", note)
     schemas = [describe(rt, t) for t in rt.config.source.table_ids]
     rt.log.prepare(rt.config.source.table_ids, replan)  # before any low watermark: the log from there on is kept
     planned_at = None  # taken once, and only when a table needs a plan

@@ -32,6 +32,7 @@ class TaskRuntime:
         self.config = config
         self.hooks = hooks or PhaseHooks()
         self.plans = PlanStore(config.data_dir, config.task_id)
+        self.capture_notes: list[str] = []  # the source's capture check: log retention, warnings
         self._spark = None
         self._owns_spark = False
 

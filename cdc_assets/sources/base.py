@@ -25,8 +25,9 @@ class KeyStats:
 class Source(Protocol):
     dialect: str
 
-    def check_capture(self) -> None:
-        """Raise SourceSetupError when the server cannot be captured (binlog off, wal_level, ...)."""
+    def check_capture(self) -> list[str]:
+        """Raise SourceSetupError when the server cannot be captured (binlog off, wal_level, ...); return notes
+        for the plan output (log retention, warnings)."""
 
     def describe(self, table: TableId, split_column: str | None = None) -> TableSchema: ...
 

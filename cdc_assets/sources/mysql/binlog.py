@@ -32,6 +32,7 @@ from pymysqlreplication.event import (FormatDescriptionEvent, GtidEvent, Heartbe
 from pymysqlreplication.row_event import (DeleteRowsEvent, PartialUpdateRowsEvent, RowsEvent, UpdateRowsEvent,
                                           WriteRowsEvent)
 
+from cdc_assets.core import gtid_sets
 from cdc_assets.core.events import Idle, Op, RowChange, SchemaChange, Transaction, TransactionPart
 from cdc_assets.core.positions import MysqlPosition, is_before
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
@@ -40,8 +41,10 @@ from cdc_assets.dbapi.connect import connect
 from cdc_assets.dbapi.mysql_login import REPLICATION, MysqlLogin, refused
 from cdc_assets.errors import (NETWORK_HINT, REPLAN_HINT, LoginError, PositionLost, SourceSetupError, UnreachableError,
                                scrub)
+from cdc_assets.sources.mysql import stream_start
 from cdc_assets.sources.mysql.json_text import json_text
 from cdc_assets.sources.mysql.partial_json import JsonDiffError, resolve_partial_json
+from cdc_assets.sources.mysql.stream_start import FIRST_EVENT_OFFSET, StreamStart
 from cdc_assets.sources.mysql.transaction_payload import TransactionPayloadEvent
 
 IDLE_AFTER = 1.0  # seconds without a yield before an Idle
@@ -49,7 +52,6 @@ HEARTBEAT_PERIOD = 0.5  # seconds: an idle server sends HEARTBEAT_LOG_EVENT this
 READ_TIMEOUT = 30  # seconds of silence (no event, no heartbeat) before the connection counts as lost
 SERVER_ID_MIN = 1000  # ids below are left to hand-configured replicas
 SERVER_ID_SPAN = 2**31 - SERVER_ID_MIN
-FIRST_EVENT_OFFSET = 4  # after the 4-byte magic number every binlog file starts with
 
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
 ER_ACCESS_DENIED_LOGIN = 1045
@@ -278,11 +280,20 @@ class _Assembler:
 
     An XA prepared before `start` and committed after it is not held: `lookup` finds its changes further back
     in the log (without one, such a commit is taken as the end of a group of nothing captured).
+
+    Each boundary's GTID set is the previous boundary's plus the GTID of the group ending there (MariaDB: the
+    group's domain moves to its d-s-n; MySQL: uuid:gno joins the intervals), so it is exact when `start`'s set
+    is. Boundaries carry `server`, the identity of the server streaming. `by_gtid`: the stream opened at
+    `start`'s GTID set on a server where its file/offset mean nothing, so no boundary is taken from a ROTATE or
+    the log end before the first group ended (from then on they are this server's).
     """
 
     def __init__(self, start: MysqlPosition, schemas: dict[TableId, TableSchema], where: str,
-                 lookup: XaLookup | None = None, part_events: int | None = None) -> None:
+                 lookup: XaLookup | None = None, part_events: int | None = None, server: str | None = None,
+                 by_gtid: bool = False) -> None:
         self.boundary = start
+        self.server = start.server if server is None else server
+        self.positioned = not by_gtid
         self.prepared: dict[XaId, list[RowChange]] = {}  # prepared XAs seen since `start`, not yet committed
         self._lookup = lookup
         self.schemas = schemas
@@ -327,12 +338,13 @@ class _Assembler:
 
     def caught_up(self, file: str, pos: int) -> None:
         """The stream ended at the log end; outside a group that end is a boundary too."""
-        if not self.inside:
-            self.boundary = MysqlPosition(file, pos, self.boundary.gtid_set)
+        if not self.inside and self.positioned:
+            self.boundary = MysqlPosition(file, pos, self.boundary.gtid_set, self.server)
 
     def _end(self, event) -> MysqlPosition:
-        self.boundary = MysqlPosition(self.file, event.packet.log_pos, self.gtid)
-        self.inside, self.gtid, self.parted, self.xa = False, "", False, False
+        executed = gtid_sets.add(self.boundary.gtid_set, self.gtid) if self.gtid else self.boundary.gtid_set
+        self.boundary = MysqlPosition(self.file, event.packet.log_pos, executed, self.server)
+        self.inside, self.gtid, self.parted, self.xa, self.positioned = False, "", False, False, True
         return self.boundary
 
     def _commit(self, event, xid: int | None) -> list[Transaction | SchemaChange]:
@@ -351,8 +363,8 @@ class _Assembler:
 
     def _rotate(self, event: RotateEvent) -> None:
         self.file = event.next_binlog
-        if not self.inside:
-            self.boundary = MysqlPosition(self.file, event.position, self.boundary.gtid_set)
+        if not self.inside and self.positioned:
+            self.boundary = MysqlPosition(self.file, event.position, self.boundary.gtid_set, self.server)
 
     def _heartbeat(self, event: HeartbeatLogEvent) -> list:
         # Sent only when the server has nothing more to send: its log_pos is the log end.
@@ -415,7 +427,9 @@ class _Assembler:
         if any(not c.name for c in event.columns):
             raise SourceSetupError(f"the binlog of {self.where} carries no column names for {table}", ROW_METADATA_HINT)
         self.inside = True
-        return table, schema, self._convs[table], MysqlPosition(self.file, event.packet.log_pos)
+        # Inside its group: on another server's positions it compares by the set before the group.
+        return table, schema, self._convs[table], MysqlPosition(self.file, event.packet.log_pos,
+                                                               self.boundary.gtid_set, self.server)
 
     def _insert(self, event: WriteRowsEvent) -> None:
         if found := self._rows(event):
@@ -474,18 +488,23 @@ def _key(schema: TableSchema, image: dict) -> tuple:
 
 # ---- the stream -----------------------------------------------------------------------------------------------
 
-def _open(url: DbUrl, server_id: int, start: MysqlPosition, events: list, tables: Collection[TableId],
-          blocking: bool = False) -> BinLogStreamReader:
+def _open(url: DbUrl, server_id: int, start: MysqlPosition | StreamStart, events: list,
+          tables: Collection[TableId], blocking: bool = False, mariadb: bool = False) -> BinLogStreamReader:
     """A non-blocking stream ends once caught up; a blocking one waits for more, and hands control back at
     each heartbeat so that the reader can yield Idle and notice close(). Waiting on heartbeats beats
     reopening a non-blocking stream in a loop: each open costs two connections (~0.16 s of CPU, most of it
-    the TLS context PyMySQL builds per connection)."""
+    the TLS context PyMySQL builds per connection).
+
+    By file/offset the library must be told MySQL even on MariaDB (it ignores the file otherwise); by GTID
+    set it must be told the flavour: MariaDB takes the set as @slave_connect_state, MySQL in the dump packet."""
+    begin = start if isinstance(start, StreamStart) else StreamStart(start)
+    where = dict(auto_position=begin.auto_position, is_mariadb=mariadb) if begin.by_gtid else dict(
+        log_file=begin.position.file, log_pos=begin.position.pos, resume_stream=True, is_mariadb=False)
     return BinLogStreamReader(
         connection_settings=replication_settings(url),
-        server_id=server_id, log_file=start.file, log_pos=start.pos, resume_stream=True, blocking=blocking,
-        slave_heartbeat=HEARTBEAT_PERIOD if blocking else None,
+        server_id=server_id, blocking=blocking, slave_heartbeat=HEARTBEAT_PERIOD if blocking else None,
         only_events=events, only_schemas=sorted({t.namespace for t in tables}),
-        only_tables=sorted({t.name for t in tables}), is_mariadb=False, enable_logging=False)
+        only_tables=sorted({t.name for t in tables}), enable_logging=False, **where)
 
 
 def replication_settings(url: DbUrl) -> dict:
@@ -495,16 +514,22 @@ def replication_settings(url: DbUrl) -> dict:
             "connect_timeout": 10, "read_timeout": READ_TIMEOUT, **MysqlLogin.from_url(url).pymysql_args()}
 
 
-def _fetch(stream: BinLogStreamReader, url: DbUrl, start: MysqlPosition):
+def _fetch(stream: BinLogStreamReader, url: DbUrl, start: MysqlPosition | StreamStart):
     try:
         return stream.fetchone()
     except pymysql.err.MySQLError as exc:
         raise _translate(exc, url, start) from None
 
 
-def _translate(exc: pymysql.err.MySQLError, url: DbUrl, start: MysqlPosition) -> Exception:
+def _translate(exc: pymysql.err.MySQLError, url: DbUrl, start: MysqlPosition | StreamStart) -> Exception:
     code = exc.args[0] if exc.args else None
     reason = scrub(str(exc.args[1] if len(exc.args) > 1 else exc), url.password)
+    if isinstance(start, StreamStart):
+        if code == ER_MASTER_FATAL_ERROR_READING_BINLOG and start.by_gtid:
+            return PositionLost(f"cannot resume the binlog of {url} at {start.position}: its file/offset belong to "
+                                f"another server or are gone, and the server cannot start from GTID set "
+                                f"{start.auto_position}: {reason}", REPLAN_HINT)
+        start = start.position
     if code == ER_MASTER_FATAL_ERROR_READING_BINLOG:
         if PURGED in reason:
             return PositionLost(f"the binlog from {start} was purged from {url} (or never existed)", REPLAN_HINT)
@@ -551,16 +576,22 @@ class BinlogReader:
         With `stop_at`, return after the group ending at or after it, or once the log end reached it; the
         last boundary is reported (as Idle) before returning. Without it, read until `close()`.
         Raises PositionLost (start purged or not an event boundary), UnreachableError, SourceSetupError."""
-        lookup = _PreparedBefore(self.url, default_server_id(f"{self.server_id}#xa"), self.schemas, start)
-        asm = _Assembler(start, self.schemas, str(self.url), lookup, part_events)
+        state, start = self._server_at(start)
+        lookup = _PreparedBefore(self.url, default_server_id(f"{self.server_id}#xa"), self.schemas, start,
+                                 state.identity)
+        begin = stream_start.choose(start, state, self.url)
+        asm = _Assembler(start, self.schemas, str(self.url), lookup, part_events, state.identity, begin.by_gtid)
         reported, last_yield = start, time.monotonic()
         blocking = stop_at is None  # a bounded read drains the log first, then waits only if it must
         while not self._closed:
             asm.restart()
             opened_at = asm.boundary
-            stream = _open(self.url, self.server_id, opened_at, READER_EVENTS, self.schemas, blocking)
+            if opened_at != begin.position:  # reopened past the first group: this server's file/offset
+                begin = StreamStart(opened_at)
+            stream = _open(self.url, self.server_id, begin, READER_EVENTS, self.schemas, blocking,
+                           state.flavour.mariadb)
             try:
-                while not self._closed and (event := _fetch(stream, self.url, opened_at)) is not None:
+                while not self._closed and (event := _fetch(stream, self.url, begin)) is not None:
                     items = asm.feed(event)
                     if items is None:
                         continue
@@ -582,6 +613,14 @@ class BinlogReader:
                 return
             blocking = True  # caught up short of stop_at: it lies ahead, wait for it
 
+    def _server_at(self, start: MysqlPosition) -> tuple[stream_start.ServerState, MysqlPosition]:
+        conn = connect(self.url, database="")
+        try:
+            state = stream_start.read_state(conn)
+            return state, stream_start.resolved(start, state, conn)
+        finally:
+            conn.close()
+
     def acknowledge(self, position: MysqlPosition) -> None:
         """Nothing to release: MySQL keeps binlogs by its own expiry, and our position lives in the checkpoint."""
 
@@ -594,16 +633,26 @@ class _PreparedBefore:
 
     A checkpoint, a watermark or a startup position may lie between an XA's PREPARE and its COMMIT. The binlog
     is re-read from the start of `start`'s file up to `start`, then from one file earlier, and so on, until the
-    xid turns up; each re-read uses its own server_id, as the reader's own stream stays open meanwhile."""
+    xid turns up; each re-read uses its own server_id, as the reader's own stream stays open meanwhile.
 
-    def __init__(self, url: DbUrl, server_id: int, schemas: dict[TableId, TableSchema], start: MysqlPosition) -> None:
-        self.url, self.server_id, self.schemas, self.start = url, server_id, schemas, start
+    When `start` is another server's (a GTID resume after a failover) its file/offset cannot say where to stop
+    re-reading this server's files: such an XA COMMIT is refused, naming the XA and the way out."""
+
+    def __init__(self, url: DbUrl, server_id: int, schemas: dict[TableId, TableSchema], start: MysqlPosition,
+                 server: str = "") -> None:
+        self.url, self.server_id, self.schemas, self.start, self.server = url, server_id, schemas, start, server
         self._pending: dict[XaId, list[RowChange]] = {}
         self._scanned_from: MysqlPosition | None = None
 
     def __call__(self, xid: XaId, commit: MysqlPosition) -> list[RowChange]:
         if xid in self._pending:
             return self._pending[xid]
+        gtrid, bqual, format_id = xid
+        if not self.start.same_server(MysqlPosition("", 0, "", self.server)):
+            raise PositionLost(f"the XA transaction X'{gtrid.hex()}',X'{bqual.hex()}',{format_id} committed at {commit} "
+                               f"on server {self.server} ({self.url}) was prepared before {self.start}, a position of "
+                               "another server (the task resumed there by GTID after a failover): where its changes "
+                               "lie in this server's binlog is unknown", REPLAN_HINT)
         firsts = [MysqlPosition(f, FIRST_EVENT_OFFSET) for f in _binary_logs(self.url)]
         for first in reversed([f for f in firsts if not is_before(self.start, f)]):
             if self._scanned_from is not None and not is_before(first, self._scanned_from):
@@ -611,7 +660,6 @@ class _PreparedBefore:
             self._pending, self._scanned_from = self._pending_at_start(first), first
             if xid in self._pending:
                 return self._pending[xid]
-        gtrid, bqual, format_id = xid
         raise PositionLost(f"the XA transaction X'{gtrid.hex()}',X'{bqual.hex()}',{format_id} committed at {commit} "
                            f"in the binlog of {self.url} was prepared before {self.start}, in a binlog that is no "
                            "longer there: its changes cannot be read", REPLAN_HINT)
@@ -646,7 +694,12 @@ def find_position_at(url: DbUrl, timestamp: float, server_id: int | None = None)
             lo = mid
         else:
             hi = mid - 1
-    return _first_boundary_since(url, server_id, MysqlPosition(files[lo], FIRST_EVENT_OFFSET), since)
+    found = _first_boundary_since(url, server_id, MysqlPosition(files[lo], FIRST_EVENT_OFFSET), since)
+    conn = connect(url, database="")
+    try:  # compared with positions of other servers later on: it names its server and GTID set
+        return stream_start.resolved(found, stream_start.read_state(conn), conn)
+    finally:
+        conn.close()
 
 
 def _binary_logs(url: DbUrl) -> list[str]:

@@ -7,6 +7,7 @@ from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect
+from cdc_assets.sources.mysql import stream_start
 from cdc_assets.sources.mysql.binlog import FIRST_EVENT_OFFSET, BinlogReader, default_server_id, find_position_at
 
 
@@ -23,13 +24,24 @@ class MysqlLog:
         return BinlogReader(self.url, default_server_id(f"{self.task_id}#{purpose}"), schemas)
 
     def earliest(self) -> MysqlPosition:
-        return MysqlPosition(self._files()[0][0], FIRST_EVENT_OFFSET)
+        """The start of the oldest binlog file, with the server and GTID set there: it is compared with
+        positions that may be another server's (see core/positions.py)."""
+        conn = connect(self.url, database="")
+        try:
+            state = stream_start.read_state(conn)
+            first = MysqlPosition(state.files[0], FIRST_EVENT_OFFSET)
+            return stream_start.resolved(first, state, conn)
+        finally:
+            conn.close()
 
     def position_at(self, when: datetime) -> MysqlPosition:
         return find_position_at(self.url, when.timestamp())
 
-    def distance(self, a: MysqlPosition, b: MysqlPosition) -> int:
-        """Binlog bytes from `a` to `b` (0 when `b` is not after `a`)."""
+    def distance(self, a: MysqlPosition, b: MysqlPosition) -> int | None:
+        """Binlog bytes from `a` to `b` (0 when `b` is not after `a`); None when they are positions of different
+        servers (after a failover, until a checkpoint on the new server), whose files cannot be added up."""
+        if not a.same_server(b):
+            return None
         sizes = dict(self._files())
         if a.file == b.file:
             return max(0, b.pos - a.pos)

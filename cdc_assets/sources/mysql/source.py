@@ -14,7 +14,9 @@ from cdc_assets.dbapi.jdbc import mysql_jdbc
 from cdc_assets.dbapi.mysql_flavour import detect
 from cdc_assets.errors import SourceSetupError, TableError
 from cdc_assets.sources.base import KeyStats, SqlKeyProbes, resolve_key
-from cdc_assets.sources.mysql import types
+from cdc_assets.sources.mysql import capture, types
+
+ER_NO_PRIVILEGE = {1045, 1142, 1227}  # access denied: privilege (SUPER / SLAVE MONITOR / REPLICATION CLIENT)
 
 _COLUMNS_SQL = """
 SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_MAXIMUM_LENGTH,
@@ -43,17 +45,34 @@ class MysqlSource(SqlKeyProbes):
     def table_sql(self, table: TableId) -> str:
         return qualified("mysql", table.namespace, table.name)
 
-    def check_capture(self) -> None:
-        with self.conn.cursor(pymysql.cursors.DictCursor) as cur:
-            cur.execute("SELECT @@log_bin AS log_bin, @@binlog_format AS fmt, @@binlog_row_image AS image")
-            v = cur.fetchone()
-        where = f"on {self.url}"
-        if str(v["log_bin"]) not in ("1", "ON"):
-            raise SourceSetupError(f"the binlog is off {where}", "start the server with --log-bin (and server-id set)")
-        if str(v["fmt"]).upper() != "ROW":
-            raise SourceSetupError(f"binlog_format is {v['fmt']} {where}", "set binlog_format=ROW in the server config")
-        if str(v["image"]).upper() != "FULL":
-            raise SourceSetupError(f"binlog_row_image is {v['image']} {where}", "set binlog_row_image=FULL in the server config")
+    def check_capture(self) -> list[str]:
+        """Refuse a server whose binlog cannot be captured (see sources/mysql/capture.py); return what the plan
+        reports about it: binlog retention, and warnings."""
+        names = ", ".join(f"'{n}'" for n in capture.VARIABLES)
+        with self.conn.cursor() as cur:
+            cur.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
+            variables = {name: value for name, value in cur.fetchall()}
+        replica, unknown = self._is_replica()
+        result = capture.check(self.flavour, variables, replica, f"{self.url} ({self.flavour})")
+        if result.problems:
+            raise SourceSetupError("the binlog cannot be captured: " + "; ".join(result.problems),
+                                   "change those settings in the server config (SET PERSIST on MySQL 8) and plan again")
+        return result.notes + ([unknown] if unknown else [])
+
+    def _is_replica(self) -> tuple[bool, str]:
+        """(is it a replica, a note when that cannot be told). MariaDB >= 10.5 shows replica status only with
+        SLAVE MONITOR, which REPLICATION CLIENT (its BINLOG MONITOR) does not include."""
+        try:
+            with self.conn.cursor(pymysql.cursors.DictCursor) as cur:
+                cur.execute(self.flavour.replica_status_sql)
+                row = cur.fetchone()
+        except pymysql.err.OperationalError as exc:
+            if exc.args and exc.args[0] in ER_NO_PRIVILEGE:
+                return False, (f"cannot tell whether {self.url} is a replica ({self.flavour.replica_status_sql} "
+                               f"needs another privilege): if it is, {self.flavour.log_replica_updates_variable} "
+                               "must be ON")
+            raise
+        return bool(row and (row.get("Source_Host") or row.get("Master_Host"))), ""
 
     def describe(self, table: TableId, split_column: str | None = None) -> TableSchema:
         with self.conn.cursor(pymysql.cursors.DictCursor) as cur:
@@ -96,6 +115,12 @@ class MysqlSource(SqlKeyProbes):
         return None
 
     def current_position(self) -> MysqlPosition:
+        """The log end, with the server's identity and the GTID set logged up to it.
+
+        MySQL: the status statement's own Executed_Gtid_Set column (5th), read in the same statement as the
+        file/offset; the server reads the set first (rpl_source.cc show_master_status), so a commit racing it
+        can only make the set smaller than the offset's: a GTID resume then replays, never skips. MariaDB's
+        status has no GTID column: BINLOG_GTID_POS(file, offset) gives the set at exactly that offset."""
         statement = self.flavour.binlog_status_sql
         with self.conn.cursor() as cur:
             cur.execute(statement)
@@ -103,9 +128,15 @@ class MysqlSource(SqlKeyProbes):
             if row is None:
                 raise SourceSetupError(f"{statement} returned nothing on {self.url} ({self.flavour})",
                                        "enable the binlog (--log-bin)")
-            cur.execute(self.flavour.gtid_executed_sql)
-            gtid = cur.fetchone()[0] or ""
-        return MysqlPosition(row[0], int(row[1]), gtid.replace("\n", ""))
+            file, pos = row[0], int(row[1])
+            if self.flavour.mariadb:
+                cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (file, pos))
+                gtid = cur.fetchone()[0]
+            else:
+                gtid = row[4] if len(row) > 4 else ""
+            cur.execute(self.flavour.server_identity_sql)
+            server = str(cur.fetchone()[0])
+        return MysqlPosition(file, pos, (gtid or "").replace("\n", ""), server)
 
     def key_stats(self, schema: TableSchema, kind: str) -> KeyStats:
         lo, hi = self._min_max(schema, kind)

@@ -49,7 +49,7 @@ class PostgresSource(SqlKeyProbes):
     def table_sql(self, table: TableId) -> str:
         return qualified("postgres", table.namespace, table.name)
 
-    def check_capture(self) -> None:
+    def check_capture(self) -> list[str]:
         with self.conn.cursor() as cur:
             cur.execute("SHOW wal_level")
             level = cur.fetchone()[0]
@@ -57,6 +57,7 @@ class PostgresSource(SqlKeyProbes):
             raise SourceSetupError(
                 f"wal_level is '{level}' on {self.url}",
                 "set wal_level = logical in postgresql.conf and restart PostgreSQL")
+        return []  # WAL is kept for the slot: no retention to report
 
     def describe(self, table: TableId, split_column: str | None = None) -> TableSchema:
         regclass = self.table_sql(table)
