@@ -67,6 +67,13 @@ class MysqlFlavour:
             return "utf8mb4_nopad_bin"
         return "utf8mb4_0900_bin" if self.at_least(8, 0, 17) else "utf8mb4_bin"
 
+    @property
+    def generates_invisible_primary_keys(self) -> bool:
+        """MySQL 8.0.30 added sql_generate_invisible_primary_key (an invisible `my_row_id` key on tables created
+        without one) and show_gipk_in_create_table_and_information_schema, which can hide it from
+        information_schema."""
+        return not self.mariadb and self.at_least(8, 0, 30)
+
     def __str__(self) -> str:
         return ("MariaDB " if self.mariadb else "MySQL ") + self.text
 

@@ -71,6 +71,8 @@ class MysqlSink(SqlSink):
 
     def check_key_columns(self, schema: TableSchema) -> None:
         with self.conn.cursor() as cur:
+            if self.flavour.generates_invisible_primary_keys:  # a hidden my_row_id would pass for no primary key
+                cur.execute("SET SESSION show_gipk_in_create_table_and_information_schema = ON")
             cur.execute("SELECT COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS "
                         "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (schema.table.namespace, schema.table.name))
             collations = dict(cur.fetchall())
@@ -102,8 +104,8 @@ class MysqlSink(SqlSink):
         if key in unique.values() or primary <= ours:
             return
         raise TableError(
-            f"target table {schema.table} on {self.url} has the primary key ({', '.join(sorted(primary))}), a column "
-            f"the source does not have, and no unique index on the source's key ({', '.join(schema.primary_key)})",
+            f"target table {schema.table} on {self.url} has the primary key ({', '.join(sorted(primary))}), not the "
+            f"source's key, and no unique index on the source's key ({', '.join(schema.primary_key)})",
             f"ALTER TABLE {self.table_sql(schema.table)} ADD UNIQUE KEY "
             f"({', '.join(self.q(k) for k in schema.primary_key)}), or drop the target table so it is created from "
             "the source")

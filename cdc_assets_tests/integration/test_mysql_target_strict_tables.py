@@ -117,7 +117,7 @@ def test_target_table_keyed_by_an_invisible_row_id_is_refused_until_the_key_is_u
             try:
                 with pytest.raises(TableError, match=rf"target table {db}.t .* primary key \(my_row_id\).*") as err:
                     ensure_plans(rt)
-                assert f"ADD UNIQUE KEY (`id`)" in err.value.hint
+                assert "ADD UNIQUE KEY (`id`)" in err.value.hint
             finally:
                 rt.close(stop_spark=False)
             with admin.cursor() as cur:
