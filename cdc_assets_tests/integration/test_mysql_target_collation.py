@@ -3,8 +3,12 @@ utf8mb4_0900_ai_ci does (MariaDB's nearest: utf8mb4_uca1400_ai_ci): keys that di
 trailing spaces stay apart through the snapshot (staging tables, the delete-join) and the log, and so do the
 position records of two tables whose names differ only in case."""
 from cdc_assets.core.tables import TableId
+from cdc_assets.core.urls import DbUrl
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.resumer.records import PositionRecord
+from cdc_assets.resumer.sql import SqlPositionStore
+from cdc_assets.resumer.store import create_table_sql, upsert_params, upsert_sql
 from cdc_assets_tests.support import config_for, snapshot_all, source_database
 
 INSENSITIVE = "utf8mb4_uca1400_ai_ci"  # MariaDB 10.10+; accent- and case-insensitive like MySQL 8's 0900_ai_ci
@@ -142,3 +146,33 @@ def test_mysql_keys_differing_in_case_accent_or_trailing_space_stay_apart(tmp_pa
         assert got == want
     finally:
         drop_databases(mariadb_target, db, meta)
+
+
+def test_position_table_made_with_the_default_collation_is_converted_and_keeps_its_records(servers, unique_name):
+    meta = f"{unique_name}_meta"
+    insensitive_databases(servers.mariadb, meta)
+    try:
+        conn = servers.mariadb.connect(meta)
+        try:
+            old = PositionRecord("t", "SnapshotFinished", f"{meta}.Items:0000", {"rows": 1})
+            with conn.cursor() as cur:  # the table and a record as earlier versions wrote them: ids in the default
+                cur.execute(create_table_sql("pos", "mysql"))
+                cur.executemany(upsert_sql("pos", "mysql", "%s"), upsert_params([old]))
+            url = DbUrl.parse(servers.mariadb.url())
+            store = SqlPositionStore(url, f"{meta}.pos", "from_target")
+            try:
+                store.put([PositionRecord("t", "SnapshotFinished", f"{meta}.items:0000", {"rows": 2})])
+                got = {(r.position_key, r.position_data["rows"]) for r in store.load("t")}
+            finally:
+                store.close()
+            with conn.cursor() as cur:
+                cur.execute("SELECT DISTINCT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
+                            "AND TABLE_NAME = 'pos' AND COLUMN_NAME IN ('task_id', 'resumer_type', 'position_key')",
+                            (meta,))
+                collations = {r[0] for r in cur.fetchall()}
+        finally:
+            conn.close()
+    finally:
+        drop_databases(servers.mariadb, meta)
+    assert got == {(f"{meta}.Items:0000", 1), (f"{meta}.items:0000", 2)}
+    assert collations == {"utf8mb4_nopad_bin"}
