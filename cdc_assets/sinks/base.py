@@ -173,8 +173,9 @@ class SqlSink:
         return staging_table(table, first_split)
 
     def staging_columns(self, transports: list[Transport], key: tuple[str, ...]) -> list[str]:
-        # Key columns are declared as in the target table: MySQL cannot compare columns of two collations.
-        return [f"{self.q(t.column.name)} {self.text_type if t.as_text else self.column_type(t.column, t.column.name in key)}"
+        # Key columns are declared as in the target table, so the delete-join compares keys by the target's rules.
+        return [f"{self.q(t.column.name)} "
+                f"{self.text_type if t.as_text else self.column_type(t.column, t.column.name in key)}"
                 for t in transports]
 
     def create_staging(self, staging: TableId, transports: list[Transport], key: tuple[str, ...]) -> None:

@@ -102,8 +102,8 @@ def test_postgres_into_mysql8_with_0900_ai_ci_and_required_primary_keys(tmp_path
             rt.close(stop_spark=False)
         assert {name: rows(target, f"`{ns}`.`{name}`") for name in tables} == want
         with target.cursor() as cur:
-            cur.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA IN (%s, %s) "
-                        "AND COLUMN_NAME = 'my_row_id'", (ns, meta))
+            cur.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.COLUMNS "
+                        "WHERE TABLE_SCHEMA IN (%s, %s) AND COLUMN_NAME = 'my_row_id'", (ns, meta))
             assert cur.fetchall() == ()  # every table the task created has a primary key of its own
 
 
