@@ -78,6 +78,13 @@ class MysqlFlavour:
         # The same statement on MySQL 5.7-8.4 and MariaDB (MySQL 8.4 removed only the SHOW MASTER LOGS synonym).
         return "SHOW BINARY LOGS"
 
+    @property
+    def generates_invisible_primary_keys(self) -> bool:
+        """MySQL 8.0.30 added sql_generate_invisible_primary_key (an invisible `my_row_id` key on tables created
+        without one) and show_gipk_in_create_table_and_information_schema, which can hide it from
+        information_schema."""
+        return not self.mariadb and self.at_least(8, 0, 30)
+
     def __str__(self) -> str:
         return ("MariaDB " if self.mariadb else "MySQL ") + self.text
 

@@ -9,8 +9,10 @@ from typing import Sequence
 
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, placeholder, qualified, quote_ident
+from cdc_assets.dbapi.mysql_flavour import detect
 from cdc_assets.resumer.records import PositionRecord
-from cdc_assets.resumer.store import create_table_sql, rows_to_records, selects, upsert_params, upsert_sql
+from cdc_assets.resumer.store import (KEY_COLUMNS, create_table_sql, key_column_type, rows_to_records, selects,
+                                     upsert_params, upsert_sql)
 
 
 class SqlPositionStore:
@@ -22,15 +24,28 @@ class SqlPositionStore:
         self.dialect = url.db_type
         self.resume_type = resume_type
         self.table = qualified(self.dialect, namespace, name)
-        self._namespace = namespace
+        self._namespace, self._name = namespace, name
         self._conn = connect(url)
         self._ensure_table()
 
     def _ensure_table(self) -> None:
         ns = quote_ident(self.dialect, self._namespace)
+        collation = detect(self._conn).nopad_binary_collation if self.dialect == "mysql" else None
         with self._conn.cursor() as cur:
             cur.execute(f"CREATE {'DATABASE' if self.dialect == 'mysql' else 'SCHEMA'} IF NOT EXISTS {ns}")
-            cur.execute(create_table_sql(self.table, self.dialect))
+            cur.execute(create_table_sql(self.table, self.dialect, collation))
+            if collation is not None:
+                self._binary_keys(cur, collation)
+
+    def _binary_keys(self, cur, collation: str) -> None:
+        """A position table created while its ids took the database's default collation is converted once:
+        records that were apart stay apart under the stricter one."""
+        cur.execute("SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+                    f"AND COLUMN_NAME IN ({', '.join(['%s'] * len(KEY_COLUMNS))}) AND COLLATION_NAME <> %s",
+                    (self._namespace, self._name, *KEY_COLUMNS, collation))
+        if cur.fetchone()[0]:
+            key = key_column_type(self.dialect, collation)
+            cur.execute(f"ALTER TABLE {self.table} " + ", ".join(f"MODIFY {c} {key} NOT NULL" for c in KEY_COLUMNS))
 
     def statements(self, records: Sequence[PositionRecord]) -> tuple[str, list[tuple]]:
         """The upsert to run in a caller's transaction on the same database."""

@@ -47,15 +47,26 @@ def upsert_params(records: Iterable[PositionRecord]) -> list[tuple]:
 _ID_COLUMN = {"mysql": "BIGINT AUTO_INCREMENT", "postgres": "BIGSERIAL", "sqlite": "INTEGER"}
 
 
-def create_table_sql(table: str, dialect: str) -> str:
-    # MySQL cannot index TEXT without a prefix length, hence VARCHAR for the key columns there.
-    key = "VARCHAR(255)" if dialect == "mysql" else "TEXT"
+def key_column_type(dialect: str, collation: str | None = None) -> str:
+    """MySQL cannot index TEXT without a prefix length, hence VARCHAR there. `collation`: a binary one, so that
+    ids differing only in case or accents (tables `shop.Orders` and `shop.orders`) stay two records whatever the
+    database's default collation."""
+    if dialect != "mysql":
+        return "TEXT"
+    return "VARCHAR(255)" + (f" CHARACTER SET utf8mb4 COLLATE {collation}" if collation else "")
+
+
+KEY_COLUMNS = ("task_id", "resumer_type", "position_key")
+
+
+def create_table_sql(table: str, dialect: str, key_collation: str | None = None) -> str:
+    key = key_column_type(dialect, key_collation)
     data = "LONGTEXT" if dialect == "mysql" else "TEXT"
     return (
         f"CREATE TABLE IF NOT EXISTS {table} (id {_ID_COLUMN[dialect]} PRIMARY KEY, "
         f"task_id {key} NOT NULL, resumer_type {key} NOT NULL, position_key {key} NOT NULL, "
-        f"position_data {data} NOT NULL, created_at {key} NOT NULL, updated_at {key} NOT NULL, "
-        "UNIQUE (task_id, resumer_type, position_key))"
+        f"position_data {data} NOT NULL, created_at {key_column_type(dialect)} NOT NULL, "
+        f"updated_at {key_column_type(dialect)} NOT NULL, UNIQUE (task_id, resumer_type, position_key))"
     )
 
 

@@ -172,13 +172,14 @@ class SqlSink:
     def staging_table(self, table: TableId, first_split: int) -> TableId:
         return staging_table(table, first_split)
 
+    def staging_columns(self, transports: list[Transport], key: tuple[str, ...]) -> list[str]:
+        # Key columns are declared as in the target table, so the delete-join compares keys by the target's rules.
+        return [f"{self.q(t.column.name)} "
+                f"{self.text_type if t.as_text else self.column_type(t.column, t.column.name in key)}"
+                for t in transports]
+
     def create_staging(self, staging: TableId, transports: list[Transport], key: tuple[str, ...]) -> None:
-        # Key columns are declared as in the target table: MySQL cannot compare columns of two collations.
-        cols = [f"{self.q(SPLIT_COLUMN)} INTEGER NOT NULL"] + [
-            f"{self.q(t.column.name)} "
-            f"{self.text_type if t.as_text else self.column_type(t.column, t.column.name in key)}"
-            for t in transports
-        ]
+        cols = [f"{self.q(SPLIT_COLUMN)} INTEGER NOT NULL"] + self.staging_columns(transports, key)
         with self.conn.cursor() as cur:
             cur.execute(self.create_namespace_sql(staging.namespace))
             cur.execute(f"DROP TABLE IF EXISTS {self.table_sql(staging)}")

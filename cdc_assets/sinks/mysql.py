@@ -6,15 +6,17 @@ import json
 import math
 import re
 from decimal import Decimal
-from functools import cached_property
 from typing import Any, Callable
 
 from cdc_assets.core.batches import TableChanges
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.dbapi.mysql_flavour import MysqlFlavour, detect
 from cdc_assets.errors import TableError
 from cdc_assets.sinks.base import Moves, SqlSink, Transport
 
 DELETE_CHUNK = 1000  # keys per DELETE ... IN (...)
+STAGING_ROW = "_cdc_row"
 
 _FROM_POSTGRES = {
     Kind.BOOL: "tinyint(1)", Kind.FLOAT32: "float", Kind.FLOAT64: "double", Kind.BINARY: "longblob",
@@ -29,6 +31,10 @@ class MysqlSink(SqlSink):
     dialect = "mysql"
     text_type = "LONGTEXT"
 
+    def __init__(self, url: DbUrl, source_dialect: str) -> None:
+        super().__init__(url, source_dialect)
+        self.flavour: MysqlFlavour = detect(self.conn)  # before the commit thread shares the sink
+
     def column_type(self, column: Column, in_key: bool) -> str:
         if self.source_dialect == "mysql":
             # MariaDB reports JSON as longtext; declaring json restores its validity check.
@@ -40,40 +46,69 @@ class MysqlSink(SqlSink):
                 declared = "varchar(768)"
             if in_key and declared == "longblob":
                 declared = "varbinary(3072)"
-        if in_key and column.kind == Kind.STRING:
+        if in_key and _is_text(column, declared):
             # A case/accent-insensitive or PAD SPACE key would take 'abc'/'ABC', 'e'/'é', 'x'/'x ' for one key.
             declared += f" CHARACTER SET utf8mb4 COLLATE {self.key_collation}"
         return declared
 
-    @cached_property
+    @property
     def key_collation(self) -> str:
         """Binary and NO PAD: MySQL 8's utf8mb4_0900_bin, MariaDB's utf8mb4_nopad_bin (utf8mb4_bin pads)."""
-        with self.conn.cursor() as cur:
-            cur.execute("SELECT COLLATION_NAME FROM information_schema.COLLATIONS "
-                        "WHERE COLLATION_NAME IN ('utf8mb4_0900_bin', 'utf8mb4_nopad_bin')")
-            found = [r[0] for r in cur.fetchall()]
-        if not found:
-            raise TableError(f"{self.url} offers no binary NO PAD utf8mb4 collation for text keys",
-                             "use MySQL >= 8.0 or MariaDB >= 10.2 as the target")
-        return found[0]
+        return self.flavour.nopad_binary_collation
+
+    def staging_columns(self, transports: list[Transport], key: tuple[str, ...]) -> list[str]:
+        """A primary key of its own, so that sql_require_primary_key (MySQL) and innodb_force_primary_key
+        (MariaDB) accept the table and sql_generate_invisible_primary_key adds none; Spark's insert names its
+        columns, so the row id fills itself. Text-carried key columns compare in the key's collation: against a
+        database default such as utf8mb4_0900_ai_ci they would match 'a', 'A' and 'á' alike."""
+        return [f"{self.q(STAGING_ROW)} BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY"] + [
+            f"{self.q(t.column.name)} {self._staged_type(t, t.column.name in key)}" for t in transports]
+
+    def _staged_type(self, t: Transport, in_key: bool) -> str:
+        if not t.as_text:
+            return self.column_type(t.column, in_key)
+        return f"{self.text_type} CHARACTER SET utf8mb4 COLLATE {self.key_collation}" if in_key else self.text_type
 
     def check_key_columns(self, schema: TableSchema) -> None:
-        text_keys = {c.name: c for c in schema.columns if c.name in schema.primary_key and c.kind == Kind.STRING}
-        if not text_keys:
-            return
         with self.conn.cursor() as cur:
+            if self.flavour.generates_invisible_primary_keys:  # a hidden my_row_id would pass for no primary key
+                cur.execute("SET SESSION show_gipk_in_create_table_and_information_schema = ON")
             cur.execute("SELECT COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS "
                         "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (schema.table.namespace, schema.table.name))
             collations = dict(cur.fetchall())
-        for name, column in text_keys.items():
-            have = collations.get(name)
+            cur.execute("SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS "
+                        "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND NON_UNIQUE = 0",
+                        (schema.table.namespace, schema.table.name))
+            unique: dict[str, set[str]] = {}
+            for index, column in cur.fetchall():
+                unique.setdefault(index, set()).add(column)
+        self._check_key_index(schema, unique)
+        for column in schema.columns:
+            if column.name not in schema.primary_key or not _is_text(column, self.column_type(column, False)):
+                continue
+            have = collations.get(column.name)
             if have in (self.key_collation, column.collation) or have is None:
                 continue  # binary NO PAD, or exactly how the source compares the key
             raise TableError(
-                f"key column '{name}' of target table {schema.table} on {self.url} has collation {have}, which takes "
-                "keys the source keeps apart (case, accents or trailing spaces) for one key",
-                f"ALTER TABLE {self.table_sql(schema.table)} MODIFY {self.q(name)} "
+                f"key column '{column.name}' of target table {schema.table} on {self.url} has collation {have}, which "
+                "takes keys the source keeps apart (case, accents or trailing spaces) for one key",
+                f"ALTER TABLE {self.table_sql(schema.table)} MODIFY {self.q(column.name)} "
                 f"{self.column_type(column, True)} NOT NULL, or drop the target table so it is created from the source")
+
+    def _check_key_index(self, schema: TableSchema, unique: dict[str, set[str]]) -> None:
+        """A table whose primary key is a column of its own (MySQL's generated invisible `my_row_id`, a surrogate
+        id) and no unique index on the source's key: every delete by key would scan the table, and nothing would
+        keep a key from being written twice. Extra columns are fine otherwise: every insert names its columns."""
+        key, ours = set(schema.primary_key), {c.name for c in schema.columns}
+        primary = unique.get("PRIMARY", set())
+        if key in unique.values() or primary <= ours:
+            return
+        raise TableError(
+            f"target table {schema.table} on {self.url} has the primary key ({', '.join(sorted(primary))}), not the "
+            f"source's key, and no unique index on the source's key ({', '.join(schema.primary_key)})",
+            f"ALTER TABLE {self.table_sql(schema.table)} ADD UNIQUE KEY "
+            f"({', '.join(self.q(k) for k in schema.primary_key)}), or drop the target table so it is created from "
+            "the source")
 
     def load_expr(self, t: Transport, staged: str) -> str:
         if t.as_text and t.column.kind == Kind.BIT and self.column_type(t.column, False).startswith("bit"):
@@ -170,6 +205,15 @@ def _json_array(value: Any) -> str:
     if isinstance(value, (dt.date, dt.time)):  # dt.datetime is a dt.date; to_json drops trailing zeros
         return json.dumps(_TRAILING_ZEROS.sub(r"\1", value.isoformat()))
     return json.dumps(value if isinstance(value, str) else str(value), ensure_ascii=False)
+
+
+_TEXT_TYPES = ("char", "varchar", "tinytext", "text", "mediumtext", "longtext")
+
+
+def _is_text(column: Column, declared: str) -> bool:
+    """Text compared by a collation in the target: the source's strings, and PostgreSQL enums, which land in text
+    columns here ('a' and 'A' are two labels). Not UUIDs: PostgreSQL writes them in one canonical lowercase form."""
+    return column.kind == Kind.STRING or (column.kind != Kind.UUID and declared.split("(")[0] in _TEXT_TYPES)
 
 
 def postgres_to_mysql(column: Column) -> str:
