@@ -44,6 +44,7 @@ from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
+from cdc_assets.spark.session import build_session
 from cdc_assets.sources.postgres.slot import drop_slot, publication_name, slot_name
 
 # The checkout whose package this process imported: the CLI runs must measure the same code.
@@ -114,12 +115,10 @@ def reset(d: Direction) -> None:
 def snapshot_empty(config: Path, spark):
     """Plan (for PostgreSQL: publication and slot) and snapshot the empty table: the task gets its watermarks."""
     rt = TaskRuntime(load_config(config))
-    if spark is not None:
-        rt.adopt_spark(spark)
+    rt.adopt_spark(spark)
     try:
         for tp in ensure_plans(rt):
             snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
-        return rt.spark
     finally:
         rt.close()
 
@@ -241,7 +240,8 @@ def reap(proc: subprocess.Popen, timeout: float) -> tuple[int, float]:
 
 def catch_up(d: Direction, changes: int) -> dict:
     config, config_cli = d.config(d.task, "warehouse"), d.config(d.task_cli, "warehouse_cli")
-    spark = snapshot_empty(config, None)
+    spark, _ = build_session(load_config(config).spark)
+    snapshot_empty(config, spark)
     snapshot_empty(config_cli, spark)
     spark.stop()
     if d.kind == "postgres":  # after the publication (planning made it), before the backlog
@@ -285,7 +285,9 @@ def big_transaction(d: Direction, rows: int) -> dict:
         run(conn, f"INSERT INTO benchi.events SELECT g, mod(g, 1000), '{TEXT}' || lpad(g::text, 7, '0'), g / 100.0, "
                   f"TIMESTAMP '2024-01-01' + g * INTERVAL '1 second', 0 FROM generate_series(1, {rows}) g")
     config = d.config(d.task_cli, "warehouse_cli")
-    snapshot_empty(config, None).stop()
+    spark, _ = build_session(load_config(config).spark)
+    snapshot_empty(config, spark)
+    spark.stop()
     began = time.monotonic()
     run(conn, "UPDATE benchi.events SET a = a + 1, written_at = %s", (time.time(),))  # autocommit: one transaction
     conn.close()
