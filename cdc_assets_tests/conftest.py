@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 
 from cdc_assets.config import SparkConfig
-from cdc_assets.dev.servers import MariaDbServer, PostgresServer, free_port, running_servers
+from cdc_assets.dev.mariadb import MariaDbServer
+from cdc_assets.dev.postgres import PostgresServer
+from cdc_assets.dev.processes import free_port
+from cdc_assets.dev.servers import running_servers
 
 
 @dataclass

@@ -13,7 +13,8 @@ import pytest
 
 from cdc_assets.cli import main
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.dev.servers import MariaDbServer, free_port
+from cdc_assets.dev.mariadb import MariaDbServer
+from cdc_assets.dev.processes import free_port
 from cdc_assets.errors import SourceSetupError
 from cdc_assets.sources.mysql.source import MysqlSource
 from cdc_assets_tests.support import write_config

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from cdc_assets.config import parse_config
-from cdc_assets.dev.servers import PostgresServer, free_port
+from cdc_assets.dev.postgres import PostgresServer
+from cdc_assets.dev.processes import free_port
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import SourceSetupError

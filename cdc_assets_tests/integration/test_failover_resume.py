@@ -14,7 +14,8 @@ from cdc_assets.config import load_config
 from cdc_assets.core import gtid_sets
 from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.dev.servers import MariaDbServer, free_port
+from cdc_assets.dev.mariadb import MariaDbServer
+from cdc_assets.dev.processes import free_port
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import PositionLost

@@ -20,7 +20,7 @@ from cdc_assets.core.log import Log, LogReader
 from cdc_assets.core.positions import MysqlPosition, PgPosition, Position, is_before
 from cdc_assets.core.tables import TableId
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.dev.servers import free_port
+from cdc_assets.dev.processes import free_port
 from cdc_assets.engine.registry import SOURCES, source_engine
 from cdc_assets.errors import PositionLost, UnreachableError
 from cdc_assets.sources.postgres.slot import drop_slot

@@ -138,7 +138,7 @@ def test_binlog_row_image_not_full_is_refused(tmp_path, servers, mysql_db):
 
 def test_unreachable_server_names_the_masked_url(tmp_path):
     from cdc_assets.config import parse_config
-    from cdc_assets.dev.servers import free_port
+    from cdc_assets.dev.processes import free_port
 
     config = parse_config({
         "task_id": "t",
