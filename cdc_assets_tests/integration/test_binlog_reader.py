@@ -15,7 +15,9 @@ from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.tables import TableId
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.errors import PositionLost, SourceSetupError
-from cdc_assets.sources.mysql.binlog import BinlogReader, default_server_id, find_position_at
+from cdc_assets.sources.mysql.binlog import BinlogReader
+from cdc_assets.sources.mysql.stream import default_server_id
+from cdc_assets.sources.mysql.timestamps import find_position_at
 from cdc_assets.sources.mysql.source import MysqlSource
 
 

@@ -1,6 +1,6 @@
 """caching_sha2_password, MySQL 8's default, for our three connections to a MySQL server: PyMySQL (dbapi.connect),
-the binlog replication stream (pymysqlreplication through `_open`) and Spark's JDBC driver (MariaDB Connector/J 2.7
-in Spark's JVM), each a real client against a stand-in that speaks MySQL 8.4's connection phase
+the binlog replication stream (pymysqlreplication through `open_stream`) and Spark's JDBC driver (MariaDB
+Connector/J 2.7 in Spark's JVM), each a real client against a stand-in that speaks MySQL 8.4's connection phase
 (cdc_assets_tests/mysql8_handshake.py: MariaDB here has no caching_sha2_password).
 
 The stand-in runs with its authentication cache off unless a test says otherwise, so every login takes the full
@@ -16,13 +16,14 @@ from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect
 from cdc_assets.dbapi.jdbc import mysql_jdbc
 from cdc_assets.errors import LoginError
-from cdc_assets.sources.mysql import binlog
+from cdc_assets.sources.mysql.stream import READER_EVENTS, fetch, open_stream
+from cdc_assets.sources.mysql.stream_start import FIRST_EVENT_OFFSET
 from cdc_assets.spark.errors import root_cause
 from cdc_assets.spark.session import warm_up
 from cdc_assets_tests.mysql8_handshake import Mysql8Server, tls_files
 
 USER, PASSWORD, WRONG = "cdc", "Sha2-s3cret!", "Wrong-pw-42"
-START = MysqlPosition("binlog.000001", binlog.FIRST_EVENT_OFFSET)
+START = MysqlPosition("binlog.000001", FIRST_EVENT_OFFSET)
 # What Spark's JDBC reader asks through warm_up: its schema probe and the read itself.
 WARM_UP_ANSWERS = {"warm_up": (["warm_up"], [["1"]])}
 
@@ -49,9 +50,9 @@ def pymysql_login(url: DbUrl) -> None:
 def replication_login(url: DbUrl) -> None:
     """The stream as the binlog reader opens it: its replication and control connections log in, ask what the
     library asks, and reach the end of the (empty) log."""
-    stream = binlog._open(url, 4321, START, binlog.READER_EVENTS, [])
+    stream = open_stream(url, 4321, START, READER_EVENTS, [])
     try:
-        assert binlog._fetch(stream, url, START) is None
+        assert fetch(stream, url, START) is None
     finally:
         stream.close()
 

@@ -14,13 +14,15 @@ import uuid
 from urllib.parse import quote
 
 import pytest
+from pymysqlreplication.event import RotateEvent
 
 from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect
 from cdc_assets.dbapi.jdbc import mysql_jdbc
 from cdc_assets.errors import LoginError
-from cdc_assets.sources.mysql import binlog
+from cdc_assets.sources.mysql.stream import fetch, open_stream
+from cdc_assets.sources.mysql.stream_start import FIRST_EVENT_OFFSET
 from cdc_assets.spark.session import warm_up
 from cdc_assets_tests.support import MYSQL8_URL, mysql8
 
@@ -68,15 +70,15 @@ def first_binlog(url: DbUrl) -> MysqlPosition:
     try:
         with conn.cursor() as cur:
             cur.execute("SHOW BINARY LOGS")
-            return MysqlPosition(cur.fetchone()[0], binlog.FIRST_EVENT_OFFSET)
+            return MysqlPosition(cur.fetchone()[0], FIRST_EVENT_OFFSET)
     finally:
         conn.close()
 
 
 def replication_login(url: DbUrl, first: MysqlPosition) -> None:
-    stream = binlog._open(url, 4322, first, [binlog.RotateEvent], [])
+    stream = open_stream(url, 4322, first, [RotateEvent], [])
     try:
-        binlog._fetch(stream, url, first)
+        fetch(stream, url, first)
     finally:
         stream.close()
 

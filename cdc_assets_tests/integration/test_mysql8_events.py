@@ -11,7 +11,8 @@ from cdc_assets.core.events import Op, Transaction
 from cdc_assets.core.tables import TableId
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect
-from cdc_assets.sources.mysql.binlog import BinlogReader, default_server_id
+from cdc_assets.sources.mysql.binlog import BinlogReader
+from cdc_assets.sources.mysql.stream import default_server_id
 from cdc_assets.sources.mysql.source import MysqlSource
 from cdc_assets_tests.support import MYSQL8_URL, mysql8
 

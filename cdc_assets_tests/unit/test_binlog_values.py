@@ -5,8 +5,9 @@ from decimal import Decimal
 import pytest
 
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
-from cdc_assets.sources.mysql.binlog import (SERVER_ID_MIN, converter, converters, ddl_tables, default_server_id,
-                                             normalise_image)
+from cdc_assets.sources.mysql.ddl import ddl_tables
+from cdc_assets.sources.mysql.stream import SERVER_ID_MIN, default_server_id
+from cdc_assets.sources.mysql.values import converter, converters, normalise_image
 
 
 def col(name: str, kind: Kind, native: str, **kw) -> Column:

@@ -20,7 +20,8 @@ from cdc_assets.core import gtid_sets
 from cdc_assets.core.positions import MysqlPosition, compare, earliest, is_before, latest, position_from_json
 from cdc_assets.dbapi.mysql_flavour import MysqlFlavour
 from cdc_assets.errors import PositionLost, PositionsIncomparable
-from cdc_assets.sources.mysql.binlog import _Assembler, _PreparedBefore
+from cdc_assets.sources.mysql.assembly import Assembler
+from cdc_assets.sources.mysql.prepared_xa import PreparedBefore
 from cdc_assets.sources.mysql.stream_start import ServerState, StreamStart, choose, gtids_before
 from cdc_assets.core.urls import DbUrl
 
@@ -151,7 +152,7 @@ def test_position_json_round_trips_its_server():
 
 def test_each_mysql_transaction_end_carries_the_set_with_its_gtid():
     start = MysqlPosition("binlog.000004", 157, f"{UUID_A}:1-5,{UUID_B}:1-3", UUID_A)
-    asm = _Assembler(start, {}, "mysql://x")
+    asm = Assembler(start, {}, "mysql://x")
     ends = []
     for gno, (g, b, x) in zip((6, 7), ((236, 311, 342), (421, 496, 527))):
         for event in (mysql_gtid(UUID_A, gno, g), query("BEGIN", b), xid(gno, x)):
@@ -167,7 +168,7 @@ def test_each_mysql_transaction_end_carries_the_set_with_its_gtid():
 
 def test_each_mariadb_transaction_end_moves_its_domain():
     start = MysqlPosition("mysql-bin.000001", 1000, "0-1-12,1-1-3", "1")
-    asm = _Assembler(start, {}, "mysql://x")
+    asm = Assembler(start, {}, "mysql://x")
     asm.feed(mariadb_gtid(0, 1, 13, 1040))
     asm.feed(xid(55, 1100, dbms="mariadb"))
     assert asm.boundary == MysqlPosition("mysql-bin.000001", 1100, "0-1-13,1-1-3", "1")
@@ -178,7 +179,7 @@ def test_each_mariadb_transaction_end_moves_its_domain():
 
 def test_a_stream_opened_by_gtid_takes_no_boundary_before_the_first_group():
     start = MysqlPosition("mysql-bin.000009", 777, "0-1-20", "1")  # the old primary's
-    asm = _Assembler(start, {}, "mysql://replica", server="2", by_gtid=True)
+    asm = Assembler(start, {}, "mysql://replica", server="2", by_gtid=True)
     # the start-up ROTATE names where the replica looked, not where "0-1-20" ends
     rotate = RotateEvent.__new__(RotateEvent)
     rotate.next_binlog, rotate.position = "replica-bin.000001", 4
@@ -220,7 +221,7 @@ def test_a_position_neither_file_nor_gtid_reaches_is_lost_with_the_way_out():
 
 def test_xa_commit_of_a_prepare_before_another_servers_position_is_refused():
     start = MysqlPosition("mysql-bin.000009", 777, "0-1-20", "1")
-    lookup = _PreparedBefore(URL, 4242, {}, start, server="2")
+    lookup = PreparedBefore(URL, 4242, {}, start, server="2")
     with pytest.raises(PositionLost, match=r"X'61',X'',1 .* prepared before mysql-bin.000009:777 of server 1.*"
                                            r"another server"):
         lookup((b"a", b"", 1), MysqlPosition("replica-bin.000001", 960, "0-2-22", "2"))

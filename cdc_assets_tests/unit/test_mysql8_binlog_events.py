@@ -13,7 +13,8 @@ from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.errors import SourceSetupError
-from cdc_assets.sources.mysql.binlog import BOUNDARY_EVENTS, READER_EVENTS, _Assembler, _open
+from cdc_assets.sources.mysql.assembly import Assembler
+from cdc_assets.sources.mysql.stream import BOUNDARY_EVENTS, READER_EVENTS, open_stream
 from cdc_assets.sources.mysql.partial_json import Cell, Member, parse_path
 from cdc_assets_tests import binlog_wire as w
 
@@ -29,8 +30,8 @@ TABLE_ID = 91
 def read(events: list[bytes], schemas=None, kinds=READER_EVENTS, part_events=None):
     """What the reader makes of `events`: the stream exactly as BinlogReader opens it, fed to its assembler."""
     schemas = {TABLE: SCHEMA} if schemas is None else schemas
-    stream = _open(URL, 4242, START, kinds, schemas)
-    asm = _Assembler(START, schemas, str(URL), None, part_events)
+    stream = open_stream(URL, 4242, START, kinds, schemas)
+    asm = Assembler(START, schemas, str(URL), None, part_events)
     out = []
     for event in w.replay(stream, events):
         out.extend(asm.feed(event) or [])

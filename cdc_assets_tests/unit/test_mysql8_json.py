@@ -9,7 +9,7 @@ import pytest
 from pymysqlreplication.json_binary import parse_json  # what the library runs on a JSON column's bytes
 
 from cdc_assets.core.tables import Column, Kind
-from cdc_assets.sources.mysql.binlog import converter
+from cdc_assets.sources.mysql.values import converter
 from cdc_assets_tests.binlog_wire import json_binary
 
 JSON_COLUMN = Column("doc", Kind.JSON, "json")

@@ -12,7 +12,7 @@ from cdc_assets.dbapi.jdbc import mysql_jdbc
 from cdc_assets.dbapi.mysql_login import (ACCESS_HINT, KEY_HINT, NETWORK_HINT, PYMYSQL, SPARK_JDBC, TLS_HINT, MysqlLogin,
                                           SslMode, refused)
 from cdc_assets.errors import ConfigError, LoginError, UnreachableError
-from cdc_assets.sources.mysql.binlog import replication_settings
+from cdc_assets.sources.mysql.stream import replication_settings
 
 BASE = "mysql://cdc:pw-Secret@db.example:3306/"
 

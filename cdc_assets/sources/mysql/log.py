@@ -8,7 +8,10 @@ from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect
 from cdc_assets.sources.mysql import stream_start
-from cdc_assets.sources.mysql.binlog import FIRST_EVENT_OFFSET, BinlogReader, default_server_id, find_position_at
+from cdc_assets.sources.mysql.binlog import BinlogReader
+from cdc_assets.sources.mysql.stream import default_server_id
+from cdc_assets.sources.mysql.stream_start import FIRST_EVENT_OFFSET
+from cdc_assets.sources.mysql.timestamps import find_position_at
 
 
 class MysqlLog:
