@@ -30,13 +30,23 @@ class RowChange:
     position: Position | None = None  # where the event itself ends in the log (for per-split filtering)
 
 
+class SchemaChangeKind(str, Enum):
+    """What a schema change does to the row images, as the source that read it decides."""
+
+    ADDED_COLUMNS = "added_columns"  # only new columns: followed under schema_change_policy apply_add_columns
+    HARMLESS = "harmless"  # index, comment, engine...: every row image stays as it was
+    OTHER = "other"  # anything else (drop, rename, retype, truncate...): halts under the policy
+
+
 @dataclass(frozen=True)
 class SchemaChange:
     """A DDL statement on a captured table (or one the reader cannot tell is harmless)."""
 
     table: TableId | None
-    statement: str
+    statement: str  # the source's words for it, for messages only: the engine decides on `kind`
     position: Position  # resume point after the statement
+    kind: SchemaChangeKind = SchemaChangeKind.OTHER
+    added: tuple[str, ...] = ()  # with ADDED_COLUMNS: the names of the new columns, in statement order
 
 
 @dataclass(frozen=True)

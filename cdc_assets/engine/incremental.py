@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from cdc_assets.core.batches import Batch, compact, split_key_change
-from cdc_assets.core.events import Idle, RowChange, SchemaChange, Transaction, TransactionPart
+from cdc_assets.core.events import Idle, RowChange, SchemaChange, SchemaChangeKind, Transaction, TransactionPart
 from cdc_assets.core.positions import Position, earliest, is_before
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.faults import crash_point
@@ -29,7 +29,7 @@ from cdc_assets.engine.membership import membership, release_bound
 from cdc_assets.engine.planning import describe
 from cdc_assets.engine.prefetch import prefetch
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.engine.schema_changes import SchemaChangeHalted, added_columns, harmless
+from cdc_assets.engine.schema_changes import SchemaChangeHalted, added_columns
 from cdc_assets.engine.target_transaction import Parts, Tally, TargetTransaction
 from cdc_assets.errors import PositionLost, UnreachableError
 from cdc_assets.resumer.resumer import Checkpoint
@@ -374,7 +374,7 @@ class _Session:
     def _schema_change(self, change: SchemaChange) -> None:
         policy, table = self.pipeline.schema_change_policy, change.table
         where = f"{table} at {change.position}"
-        if harmless(change.statement):
+        if change.kind is SchemaChangeKind.HARMLESS:
             log.info("DDL on %s leaves the columns as they are, continuing: %s", where, change.statement)
             self._advance(change.position)
             return

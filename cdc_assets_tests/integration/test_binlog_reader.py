@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pymysql
 import pytest
 
-from cdc_assets.core.events import Idle, SchemaChange, Transaction
+from cdc_assets.core.events import Idle, SchemaChange, SchemaChangeKind, Transaction
 from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.tables import TableId
 from cdc_assets.core.urls import DbUrl
@@ -212,7 +212,8 @@ def test_alter_on_a_captured_table_is_a_schema_change_and_on_another_table_nothi
 
     items = list(db.reader("a").read(start, stop_at=stop))
 
-    assert items == [SchemaChange(db.table("a"), "ALTER TABLE a ADD COLUMN z INT", after_alter), Idle(stop)]
+    assert items == [SchemaChange(db.table("a"), "ALTER TABLE a ADD COLUMN z INT", after_alter,
+                                  SchemaChangeKind.ADDED_COLUMNS, ("z",)), Idle(stop)]
 
 
 def test_missing_column_names_ask_for_full_row_metadata(db):

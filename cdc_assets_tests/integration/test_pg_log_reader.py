@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import pytest
 
-from cdc_assets.core.events import Idle, Op, SchemaChange, Transaction
+from cdc_assets.core.events import Idle, Op, SchemaChange, SchemaChangeKind, Transaction
 from cdc_assets.core.positions import PgPosition
 from cdc_assets.core.tables import TableId
 from cdc_assets.core.urls import DbUrl
@@ -192,6 +192,7 @@ def test_column_changes_and_truncate_are_schema_changes(db):
                      ("Transaction", None), ("SchemaChange", "TRUNCATE public.a")]
     changed, truncated = [i for i in items if isinstance(i, SchemaChange)]
     assert changed.table == db.table("a") and changed.position == end1  # resuming there replays the change
+    assert changed.kind is truncated.kind is SchemaChangeKind.OTHER  # a dropped column halts, as does a truncate
     assert transactions(items)[1].changes[0].after == {"id": 2, "x": "two"}
     assert truncated.position == transactions(items)[1].end
 

@@ -7,7 +7,6 @@ from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.splits import SplitPlan
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.watermarks import TableWatermarks
-from cdc_assets.engine.schema_changes import adds_columns_only, harmless
 
 T = TableId("shop", "t")
 SCHEMA = TableSchema(T, (Column("id", Kind.INT, "int"), Column("a", Kind.STRING, "text"), Column("b", Kind.INT, "int")),
@@ -90,13 +89,3 @@ def test_split_high_watermarks_decide_what_the_snapshot_holds():
     assert w.holds(250, MysqlPosition("b.000001", 9999))  # an earlier file is before the split's high watermark
     assert not w.plain(MysqlPosition("b.000001", 9999)) and w.plain(MysqlPosition("b.000002", 10))
     assert not w.holds(250, MysqlPosition("b.000002", 11))
-
-
-def test_ddl_classification():
-    assert harmless("ALTER TABLE t ADD INDEX iv (v)") and harmless("alter table `db`.`t` drop key k, add unique key u (a)")
-    assert not harmless("ALTER TABLE t ADD COLUMN c INT, ADD INDEX i (c)")
-    assert adds_columns_only("ALTER TABLE t ADD COLUMN c DECIMAL(10,2) NOT NULL DEFAULT 0, ADD d INT")
-    assert not adds_columns_only("ALTER TABLE t ADD COLUMN c INT, DROP COLUMN d")
-    assert not adds_columns_only("ALTER TABLE t ADD PRIMARY KEY (a)") and not adds_columns_only("DROP TABLE t")
-    assert adds_columns_only("columns changed: added [c]")
-    assert not adds_columns_only("columns changed: added [c]; removed [d]")

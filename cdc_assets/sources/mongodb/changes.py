@@ -30,7 +30,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, replace
 
-from cdc_assets.core.events import Op, RowChange, SchemaChange
+from cdc_assets.core.events import Op, RowChange, SchemaChange, SchemaChangeKind
 from cdc_assets.core.positions import MongoPosition
 from cdc_assets.core.tables import TableId
 from cdc_assets.errors import CdcError
@@ -90,7 +90,8 @@ class CollectionEnded:
         return f"{what} at {self.position}"
 
     def as_schema_change(self) -> SchemaChange:
-        return SchemaChange(self.table, f"{self.event}: {self.describe()}", self.position)
+        # A dropped, renamed or invalidated collection is never one the engine can follow.
+        return SchemaChange(self.table, f"{self.event}: {self.describe()}", self.position, SchemaChangeKind.OTHER)
 
 
 def position_of(event: dict) -> MongoPosition:

@@ -16,7 +16,7 @@ from cdc_assets.core.events import Op, RowChange, SchemaChange, Transaction, Tra
 from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.errors import REPLAN_HINT, SourceSetupError, UnreachableError
-from cdc_assets.sources.mysql.ddl import ddl_tables
+from cdc_assets.sources.mysql.ddl import classify, ddl_tables
 from cdc_assets.sources.mysql.partial_json import JsonDiffError, resolve_partial_json
 from cdc_assets.sources.mysql.transaction_payload import TransactionPayloadEvent
 from cdc_assets.sources.mysql.values import converters, described, normalise_image
@@ -172,7 +172,8 @@ class Assembler:
         default_db = event.schema.decode("utf-8", errors="replace")
         tables = ddl_tables(statement, default_db, self.schemas)
         position = self._end(event)
-        return [SchemaChange(t, statement, position) for t in tables]
+        kind, added = classify(statement)
+        return [SchemaChange(t, statement, position, kind, added) for t in tables]
 
     def _xa_prepare(self, event: XAPrepareEvent) -> list:
         if event.one_phase:  # MySQL logs XA COMMIT ... ONE PHASE as a group ending in this event

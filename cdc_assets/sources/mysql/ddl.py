@@ -1,10 +1,11 @@
 """DDL in the binlog: which captured tables a statement (a QUERY_EVENT) creates, alters, renames, truncates or
-drops."""
+drops, and what kind of schema change it is for them."""
 from __future__ import annotations
 
 import re
 from collections.abc import Collection
 
+from cdc_assets.core.events import SchemaChangeKind
 from cdc_assets.core.tables import TableId
 
 _IDENT = r"(?:`(?:[^`]|``)+`|[\w$]+)"
@@ -20,6 +21,18 @@ _TABLE_DDL = [re.compile(p, re.I | re.S) for p in (
 )]
 _DROP_DATABASE = re.compile(rf"DROP\s+(?:DATABASE|SCHEMA)\s+(?:IF\s+EXISTS\s+)?(?P<db>{_IDENT})", re.I)
 _LEADING_COMMENTS = re.compile(r"^(?:\s+|/\*.*?\*/)+", re.S)
+_ALTER = re.compile(r"^\s*ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?\S+\s+(?P<clauses>.*)$",
+                    re.I | re.S)
+# Clauses that leave every row image as it was (MySQL 8.4 / MariaDB 10.11 ALTER TABLE syntax).
+_HARMLESS_CLAUSE = re.compile(r"^(?:ADD|DROP)\s+(?:UNIQUE\s+|FULLTEXT\s+|SPATIAL\s+)?(?:INDEX|KEY)\b"
+                              r"|^(?:COMMENT|ENGINE|ALGORITHM|LOCK)\b", re.I)
+# How the server carries out the ALTER (ALGORITHM=INSTANT, LOCK=NONE), not what it changes.
+_EXECUTION_OPTION = re.compile(r"^(?:ALGORITHM|LOCK)\b", re.I)
+# ADD [COLUMN] [IF NOT EXISTS] then a column name or a parenthesised list of column definitions; ADD followed by
+# one of these words adds something else.
+_NOT_A_COLUMN = r"(?!(?:INDEX|KEY|UNIQUE|PRIMARY|CONSTRAINT|FOREIGN|FULLTEXT|SPATIAL|CHECK|PARTITION|PERIOD)\b)"
+_ADD_COLUMN = re.compile(rf"^ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?{_NOT_A_COLUMN}(?P<rest>.*)$", re.I | re.S)
+_COLUMN_NAME = re.compile(rf"\s*{_NOT_A_COLUMN}({_IDENT})", re.I)
 
 
 def _unquote(ident: str) -> str:
@@ -49,3 +62,53 @@ def ddl_tables(statement: str, default_db: str, captured: Collection[TableId]) -
         if m := pattern.match(text):
             return [t for t in dict.fromkeys(_named_tables(m.group("names"), default_db)) if t in captured]
     return []
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Comma-separated parts of `text`; commas inside parentheses or quotes ('', "", ``) do not split."""
+    parts, depth, quote, current = [], 0, "", ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote  # a doubled quote closes and reopens: same split
+        elif ch in "'\"`":
+            quote = ch
+        else:
+            depth += ch == "("
+            depth -= ch == ")"
+        if ch == "," and depth == 0 and not quote:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    return parts + [current.strip()]
+
+
+def _added_names(rest: str) -> list[str] | None:
+    """The column names an ADD clause's remainder declares: `c INT ...` or `(c INT, d INT)`."""
+    rest = rest.strip()
+    if rest.startswith("(") and rest.endswith(")"):
+        definitions = _split_top_level(rest[1:-1])
+    else:
+        definitions = [rest]
+    names = [m.group(1) for d in definitions if (m := _COLUMN_NAME.match(d))]
+    return [_unquote(n) for n in names] if len(names) == len(definitions) else None
+
+
+def classify(statement: str) -> tuple[SchemaChangeKind, tuple[str, ...]]:
+    """The kind of schema change a DDL statement is for the tables it names, and with ADDED_COLUMNS the added
+    column names. Only an ALTER TABLE whose every clause adds an index/key, comments, or changes the engine,
+    algorithm or lock is HARMLESS; only one whose every clause adds columns is ADDED_COLUMNS; mixed clauses,
+    partitioning, renames, drops and every other statement are OTHER."""
+    m = _ALTER.match(_LEADING_COMMENTS.sub("", statement))
+    if not m:
+        return SchemaChangeKind.OTHER, ()
+    clauses = _split_top_level(m.group("clauses"))
+    if all(_HARMLESS_CLAUSE.match(c) for c in clauses):
+        return SchemaChangeKind.HARMLESS, ()
+    added: list[str] = []
+    for clause in (c for c in clauses if not _EXECUTION_OPTION.match(c)):
+        names = _added_names(add.group("rest")) if (add := _ADD_COLUMN.match(clause)) else None
+        if not names:
+            return SchemaChangeKind.OTHER, ()
+        added += names
+    return SchemaChangeKind.ADDED_COLUMNS, tuple(added)

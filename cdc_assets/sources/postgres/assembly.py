@@ -18,7 +18,7 @@ from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.errors import SourceSetupError
 from cdc_assets.sources.postgres import pgoutput
 from cdc_assets.sources.postgres.catalog import Catalog
-from cdc_assets.sources.postgres.drift import Shape, describe_drift, recorded_shape, relation_shape
+from cdc_assets.sources.postgres.drift import Shape, drift, recorded_shape, relation_shape
 from cdc_assets.sources.postgres.values import Caster, caster
 
 
@@ -140,9 +140,9 @@ class Assembler:
         it (pgoutput sends a Relation before that change, inside the same transaction)."""
         self.unchecked.discard(relation_id)
         shape = relation_shape(relation.message, self.catalog.type_name, self.schemas[relation.table].excluded)
-        change = describe_drift(self.accepted[relation.table], shape)
+        changed = drift(self.accepted[relation.table], shape)
         self.accepted[relation.table] = shape
-        return [SchemaChange(relation.table, change, self.boundary)] if change else []
+        return [changed.schema_change(relation.table, self.boundary)] if changed else []
 
     def _truncate(self, message: pgoutput.Truncate) -> list[SchemaChange]:
         if self.replayed:

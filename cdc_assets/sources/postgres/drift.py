@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cdc_assets.core.events import SchemaChange, SchemaChangeKind
+from cdc_assets.core.positions import Position
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.sources.postgres import pgoutput
 
@@ -34,18 +36,47 @@ def relation_shape(message: pgoutput.Relation, type_name: TypeName, excluded: tu
                  tuple(c.name for c in message.columns if c.is_key))
 
 
-def describe_drift(old: Shape, new: Shape) -> str:
-    """A human description of how the definition changed; '' when nothing we read changed. A statement that only
-    adds columns reads 'columns changed: added [...]' (what apply_add_columns recognises)."""
+@dataclass(frozen=True)
+class Drift:
+    """How a table's definition changed between two shapes; falsy when nothing we read changed."""
+
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    retyped: tuple[str, ...]
+    key: tuple[tuple[str, ...], tuple[str, ...]] | None  # (old, new) replica identity when it changed
+    renamed_to: TableId | None
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.retyped or self.key or self.renamed_to)
+
+    @property
+    def kind(self) -> SchemaChangeKind:
+        """Only added columns can be followed. Index or comment changes show no drift at all (a Relation after
+        them names the same columns and types), so no drift is HARMLESS."""
+        if self.added and not (self.removed or self.retyped or self.key or self.renamed_to):
+            return SchemaChangeKind.ADDED_COLUMNS
+        return SchemaChangeKind.OTHER
+
+    def describe(self) -> str:
+        columns = [f"{what} [{', '.join(names)}]" for what, names in (
+            ("added", self.added), ("removed", self.removed), ("retyped", self.retyped)) if names]
+        parts = [f"columns changed: {'; '.join(columns)}"] if columns else []
+        if self.key:
+            parts.append(f"replica identity changed: [{', '.join(self.key[0])}] -> [{', '.join(self.key[1])}]")
+        if self.renamed_to:
+            parts.append(f"renamed to {self.renamed_to}")
+        return "; ".join(parts)
+
+    def schema_change(self, table: TableId, position: Position) -> SchemaChange:
+        return SchemaChange(table, self.describe(), position, self.kind,
+                            self.added if self.kind is SchemaChangeKind.ADDED_COLUMNS else ())
+
+
+def drift(old: Shape, new: Shape) -> Drift:
     before, after = old.columns, new.columns
-    columns = [f"{what} [{', '.join(names)}]" for what, names in (
-        ("added", [n for n in after if n not in before]),
-        ("removed", [n for n in before if n not in after]),
-        ("retyped", [n for n in after if n in before and after[n] != before[n]]),
-    ) if names]
-    parts = [f"columns changed: {'; '.join(columns)}"] if columns else []
-    if old.key is not None and new.key is not None and old.key != new.key:
-        parts.append(f"replica identity changed: [{', '.join(old.key)}] -> [{', '.join(new.key)}]")
-    if old.table != new.table:
-        parts.append(f"renamed to {new.table}")
-    return "; ".join(parts)
+    rekeyed = old.key is not None and new.key is not None and old.key != new.key
+    return Drift(added=tuple(n for n in after if n not in before),
+                 removed=tuple(n for n in before if n not in after),
+                 retyped=tuple(n for n in after if n in before and after[n] != before[n]),
+                 key=(old.key, new.key) if rekeyed else None,
+                 renamed_to=new.table if old.table != new.table else None)
