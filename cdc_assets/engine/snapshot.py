@@ -1,6 +1,7 @@
 """The snapshot of a batch of splits of one table: low watermark, Spark read and staging write, high
-watermark, then one target transaction that upserts the rows (and, with `from_target`, writes the
-finished markers). Splits already finished are skipped, never re-read.
+watermark, then one target transaction (`sink.transaction()`, as the log phase uses) that replaces the splits'
+rows with the staged ones, applies the backfill and (with `from_target`) writes the finished markers. Splits
+already finished are skipped, never re-read.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from cdc_assets.errors import CdcError, NulInText, PlanError
 from cdc_assets.resumer.records import now_text
 from cdc_assets.resumer.resumer import SplitWatermarks
 from cdc_assets.engine.faults import crash_point
-from cdc_assets.sinks.base import SPLIT_COLUMN, CommitResult, SplitRanges, Transport
+from cdc_assets.sinks.base import SPLIT_COLUMN, SplitRanges, Transport
 from cdc_assets.sources.base import present_keys
 from cdc_assets.sinks.split_locks import SplitLocks
 from cdc_assets.spark.errors import root_cause
@@ -162,24 +163,36 @@ def _failed(rt: TaskRuntime, splits: list[Split], marks: list[SplitWatermarks], 
     return SplitFailed(line, f"fix the cause, then materialize the splits again; the trace is in {log_dir / ERRORS_LOG}")
 
 
+@dataclass(frozen=True)
+class _Committed:
+    rows_by_split: dict[int, int]  # by split index
+    staged_bytes: int
+
+
 def _commit_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transports: list[Transport],
-                  staged: _StagedGroup) -> CommitResult:
-    """Runs on the commit thread: touches only the sink's commit connection and pure resumer methods."""
+                  staged: _StagedGroup) -> _Committed:
+    """Runs on the commit thread: touches only the sink's commit connection and pure resumer methods.
+
+    One target transaction: the staged rows replace the splits' ranges, rows the source deleted go, the
+    backfill brings the keys to the high watermark, and (with `from_target`) the finished markers are written;
+    all of it commits, or none."""
+    sink = rt.sink
     by_index = {s.index: s.id for s in staged.splits}
     replace = SplitRanges(plan.key_kind, tuple(s.range for s in staged.splits),
                           order_agrees(plan.key_kind, rt.config.source.db_type, rt.config.target.db_type))
-
-    def write_markers(cursor, counts: dict[int, int]) -> None:
+    staged_bytes = sink.staged_bytes(staged.staging)
+    with sink.transaction() as tx:
+        counts = sink.merge_staged(tx, schema, staged.staging, transports, replace)
         if not replace.by_range:
-            _remove_deleted(rt, cursor, schema, transports, staged, replace)
+            _remove_deleted(rt, tx, schema, transports, staged, replace)
         if rt.config.pipeline.exactly_once:
             mark = staged.marks[0]
-            backfill(rt, cursor, schema, plan, staged.splits, mark.low, mark.high)
+            backfill(rt, tx, schema, plan, staged.splits, mark.low, mark.high)
         staged.finished.extend(rt.resumer.finished_records(staged.marks, {by_index[i]: n for i, n in counts.items()}))
         if rt.resumer.writes_in_target:
-            rt.resumer.write_in(cursor, staged.finished)
-
-    return rt.sink.commit(schema, staged.staging, transports, replace, write_markers)
+            rt.resumer.write_in(tx, staged.finished)
+    sink.drop_staging(staged.staging)
+    return _Committed(counts, staged_bytes)
 
 
 def _remove_deleted(rt: TaskRuntime, cursor, schema: TableSchema, transports: list[Transport], staged: _StagedGroup,

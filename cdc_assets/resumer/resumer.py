@@ -1,7 +1,7 @@
 """The resumer: records each split's watermarks and finished marker, and answers what is already done.
 
 Every record goes to the position store and to position.log/finished.log. When the store lives in the
-target (`from_target`), finished markers are written by the sink inside the commit transaction instead.
+target (`from_target`), the engine writes finished markers inside the sink transaction that commits the rows instead.
 """
 from __future__ import annotations
 

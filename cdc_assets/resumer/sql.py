@@ -1,6 +1,6 @@
 """Position table in a MySQL/PostgreSQL database: the target (`from_target`) or a named one (`from_db`).
 
-With `from_target`, the sink runs `statements()` inside the same transaction that makes a split's rows
+With `from_target`, the engine runs `write_in()` inside the same sink transaction that makes a split's rows
 visible, so rows and finished marker commit together or not at all.
 """
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Sequence
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, placeholder, qualified, quote_ident
 from cdc_assets.dbapi.mysql_flavour import detect
+from cdc_assets.dbapi.transaction import transaction
 from cdc_assets.resumer.records import PositionRecord
 from cdc_assets.resumer.store import (KEY_COLUMNS, create_table_sql, key_column_type, rows_to_records, selects,
                                      upsert_params, upsert_sql)
@@ -56,14 +57,8 @@ class SqlPositionStore:
         cursor.executemany(sql, params)
 
     def put(self, records: Sequence[PositionRecord]) -> None:
-        with self._conn.cursor() as cur:
-            cur.execute("BEGIN")
-            try:
-                self.write_in(cur, records)
-                cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
+        with transaction(self._conn) as cur:
+            self.write_in(cur, records)
 
     def load(self, task_id: str, resumer_type: str | None = None,
              keys: Sequence[str] | None = None) -> list[PositionRecord]:

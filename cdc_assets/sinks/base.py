@@ -1,13 +1,12 @@
-"""The relational sink: target tables, staging tables Spark writes into, and the commit that makes a batch
-of splits visible by replacing their rows (delete, then insert: idempotent), together with whatever the caller
-writes in the same transaction.
+"""The relational sink: target tables, staging tables Spark writes into, the merge that makes a batch of splits
+visible by replacing their rows (delete, then insert: idempotent), and the transaction the engine writes it in,
+together with whatever else must commit with it (backfill, finished markers, checkpoint).
 """
 from __future__ import annotations
 
 import hashlib
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, ContextManager
 
 from cdc_assets.core.batches import MoveIncomplete, TableChanges
 from cdc_assets.core.jdbc import JdbcEndpoint
@@ -18,6 +17,7 @@ from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, qualified, quote_ident
 from cdc_assets.dbapi.jdbc import jdbc_for
+from cdc_assets.dbapi.transaction import transaction
 from cdc_assets.errors import REPLAN_HINT, TableError
 
 SPLIT_COLUMN = "_cdc_split"
@@ -50,12 +50,6 @@ class SplitRanges:
     by_range: bool
 
 
-@dataclass(frozen=True)
-class CommitResult:
-    rows_by_split: dict[int, int]
-    staged_bytes: int
-
-
 def _superseded(move, replaying_until) -> bool:
     return (replaying_until is not None and move.position is not None
             and not is_before(replaying_until, move.position))
@@ -76,7 +70,7 @@ class SqlSink:
         self.url = url
         self.source_dialect = source_dialect
         self.conn = connect(url, autocommit=True)
-        self._commit_conn = None  # the snapshot commits on its own thread, over its own connection
+        self._commit_conn = None  # see _committer
 
     # -- hooks the dialects fill in
     def column_type(self, column: Column, in_key: bool) -> str:
@@ -195,10 +189,15 @@ class SqlSink:
         column = self.q(schema.split_column.name) if ref is None else f"{ref}.{self.q(schema.split_column.name)}"
         return " OR ".join(f"({range_predicate(column, r, replace.kind, self.dialect)})" for r in replace.ranges)
 
-    def commit(self, schema: TableSchema, staging: TableId, transports: list[Transport], replace: SplitRanges,
-               in_transaction: Callable[[object, dict[int, int]], None] | None = None) -> CommitResult:
-        """Replace the splits' key ranges in the target with the staged rows and run
-        `in_transaction(cursor, rows_by_split)` in the same transaction.
+    def staged_bytes(self, staging: TableId) -> int:
+        """The staging table's size on disk, read on the commit connection before its transaction."""
+        with self._committer().cursor() as cur:
+            return self.relation_bytes(cur, self.table_sql(staging), staging)
+
+    def merge_staged(self, cursor, schema: TableSchema, staging: TableId, transports: list[Transport],
+                     replace: SplitRanges) -> dict[int, int]:
+        """Replace the splits' key ranges in the target with the staged rows, through `cursor` (inside the
+        caller's `transaction()`); the staged rows per split index.
 
         Where the target orders the key as the source does (`replace.by_range`), the ranges are deleted, then the
         staged rows inserted: rows the source deleted since an earlier read of the splits go too. Otherwise only
@@ -207,28 +206,21 @@ class SqlSink:
         ON CONFLICT DO UPDATE."""
         stage_sql, target_sql = self.table_sql(staging), self.table_sql(schema.table)
         names = ", ".join(self.q(t.column.name) for t in transports)
-        loads = {t.column.name: self.load_expr(t, f"s.{self.q(t.column.name)}") for t in transports}
-        if self._commit_conn is None:
-            self._commit_conn = connect(self.url, autocommit=True)
-        with self._commit_conn.cursor() as cur:
-            staged_bytes = self.relation_bytes(cur, stage_sql, staging)
-            cur.execute("BEGIN")
-            try:
-                cur.execute(f"SELECT {self.q(SPLIT_COLUMN)}, COUNT(*) FROM {stage_sql} GROUP BY {self.q(SPLIT_COLUMN)}")
-                counts = {int(i): int(n) for i, n in cur.fetchall()}
-                if replace.by_range:
-                    cur.execute(f"DELETE FROM {target_sql} WHERE {self.range_sql(schema, replace)}")
-                else:
-                    cur.execute(self.delete_staged_keys_sql(target_sql, stage_sql, self._key_match(schema, transports)))
-                cur.execute(f"INSERT INTO {target_sql} ({names}) SELECT {', '.join(loads.values())} FROM {stage_sql} s")
-                if in_transaction is not None:
-                    in_transaction(cur, counts)
-                cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
-            cur.execute(f"DROP TABLE IF EXISTS {stage_sql}")
-        return CommitResult(counts, staged_bytes)
+        loads = ", ".join(self.load_expr(t, f"s.{self.q(t.column.name)}") for t in transports)
+        cursor.execute(f"SELECT {self.q(SPLIT_COLUMN)}, COUNT(*) FROM {stage_sql} GROUP BY {self.q(SPLIT_COLUMN)}")
+        counts = {int(i): int(n) for i, n in cursor.fetchall()}
+        if replace.by_range:
+            cursor.execute(f"DELETE FROM {target_sql} WHERE {self.range_sql(schema, replace)}")
+        else:
+            cursor.execute(self.delete_staged_keys_sql(target_sql, stage_sql, self._key_match(schema, transports)))
+        cursor.execute(f"INSERT INTO {target_sql} ({names}) SELECT {loads} FROM {stage_sql} s")
+        return counts
+
+    def drop_staging(self, staging: TableId) -> None:
+        """After the merge committed, on the commit connection: MySQL's DROP TABLE would commit a transaction
+        still open."""
+        with self._committer().cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS {self.table_sql(staging)}")
 
     def unstaged_keys(self, cursor, schema: TableSchema, staging: TableId, transports: list[Transport],
                       replace: SplitRanges) -> list[tuple]:
@@ -240,20 +232,18 @@ class SqlSink:
                        f"AND NOT EXISTS (SELECT 1 FROM {self.table_sql(staging)} s WHERE {match('t', 's')})")
         return [tuple(row) for row in cursor.fetchall()]
 
-    @contextmanager
-    def transaction(self) -> Iterator[object]:
-        """A cursor inside one transaction on the commit connection: committed when the block ends, rolled
-        back when it raises."""
+    def transaction(self) -> ContextManager:
+        """`with sink.transaction() as tx:` a cursor inside one transaction on the commit connection, committed
+        when the block ends, rolled back when it raises. The engine writes a snapshot group's merge, backfill
+        and finished markers, or a log batch and its checkpoint, through it."""
+        return transaction(self._committer())
+
+    def _committer(self):
+        """The commit connection, opened on first use: the snapshot commits on its own thread, beside the
+        thread that creates staging tables on `conn`."""
         if self._commit_conn is None:
             self._commit_conn = connect(self.url, autocommit=True)
-        with self._commit_conn.cursor() as cur:
-            cur.execute("BEGIN")
-            try:
-                yield cur
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
-            cur.execute("COMMIT")
+        return self._commit_conn
 
     def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
         existing = self.existing_columns(schema.table) or set()
