@@ -52,9 +52,12 @@ def test_dense_integer_keys_split_evenly(tmp_path, servers, mysql_db):
         cur.execute("INSERT INTO t SELECT seq, seq FROM seq_1_to_1000")
     [tp] = plan(tmp_path, servers, db, [f"{db}.t"], 100)
     splits = tp.plan.splits
-    assert tp.plan.key_kind == "int" and len(splits) == 10
-    assert splits[-1].range.end is None and splits[0].range.start is None
-    assert covered_counts(conn, db, "t", tp.plan) == [100] * 10
+    assert tp.plan.key_kind == "int" and splits[-1].range.end is None and splits[0].range.start is None
+    # The step comes from InnoDB's row estimate, which a background statistics update can move by a few percent
+    # (seen: 995 for 1,000 rows, so steps of 101): the splits are even within that, and cover every row once.
+    counts = covered_counts(conn, db, "t", tp.plan)
+    assert sum(counts) == 1000 and len(counts) in (10, 11)
+    assert all(90 <= c <= 110 for c in counts[:-1]) and 0 < counts[-1] <= 110
 
 
 def test_string_keys_split_by_next_boundary_queries(tmp_path, servers, mysql_db):
