@@ -16,12 +16,12 @@ from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import TableError
+from cdc_assets_tests import key_case
+from cdc_assets_tests.key_case import rows
 from cdc_assets_tests.support import MYSQL8_URL, config_for, mysql8, snapshot_all, source_database
 
 pytestmark = mysql8
 
-KEYS = ["abc", "ABC", "e", "é", "E", "x", "x ", "Straße", "STRASSE"]
-LABELS = ["a", "A", "á", "a "]
 STRICT = {"sql_require_primary_key": "ON", "sql_generate_invisible_primary_key": "ON"}
 
 
@@ -54,12 +54,6 @@ def mysql8_target(*databases: str):
         conn.close()
 
 
-def rows(conn, table_sql: str) -> list[tuple]:
-    with conn.cursor() as cur:
-        cur.execute(f"SELECT id, v FROM {table_sql}")
-        return sorted(tuple(r) for r in cur.fetchall())
-
-
 def task(tmp_path, servers, spark, db: str, tables: list[str], **extra) -> TaskRuntime:
     rt = TaskRuntime(config_for(tmp_path, servers, task_id="m8_target", source="postgres", source_db=db,
                                 tables=tables, target="mysql", target_db="",
@@ -71,15 +65,8 @@ def task(tmp_path, servers, spark, db: str, tables: list[str], **extra) -> TaskR
 
 def test_postgres_into_mysql8_with_0900_ai_ci_and_required_primary_keys(tmp_path, servers, spark, unique_name):
     ns, meta = unique_name, f"{unique_name}_meta"
-    labels = ", ".join(f"'{k}'" for k in LABELS)
-    seed = [f"CREATE SCHEMA {ns}", f"CREATE TYPE {ns}.mood AS ENUM ({labels})",
-            f"CREATE TABLE {ns}.k (id VARCHAR(10) PRIMARY KEY, v INT)",
-            f"INSERT INTO {ns}.k VALUES " + ", ".join(f"('{k}', {i})" for i, k in enumerate(KEYS)),
-            f"CREATE TABLE {ns}.e (id {ns}.mood PRIMARY KEY, v INT)",
-            f"INSERT INTO {ns}.e VALUES " + ", ".join(f"('{k}', {i})" for i, k in enumerate(LABELS)),
-            f'CREATE TABLE {ns}."Items" (id INT PRIMARY KEY, v INT)', f'INSERT INTO {ns}."Items" VALUES (1, 1), (2, 2)',
-            f"CREATE TABLE {ns}.items (id INT PRIMARY KEY, v INT)", f"INSERT INTO {ns}.items VALUES (1, 10), (3, 30)"]
-    tables = {"k": f"{ns}.k", "e": f"{ns}.e", "Items": f'{ns}."Items"', "items": f"{ns}.items"}
+    seed = key_case.seed(ns)
+    tables = key_case.tables(ns)
     with mysql8_target(ns, meta) as target, source_database(servers, "postgres", unique_name, seed) as src:
         rt = task(tmp_path, servers, spark, unique_name, [f"{ns}.{t}" for t in tables],
                   resumer={"resume_type": "from_target", "table_full_name": f"{meta}.pos"})
@@ -87,14 +74,7 @@ def test_postgres_into_mysql8_with_0900_ai_ci_and_required_primary_keys(tmp_path
             snapshot_all(rt)
             splits = {s.id for t in tables for s in rt.plans.load(TableId(ns, t)).splits}
             with src.cursor() as cur:
-                cur.execute(f"DELETE FROM {ns}.k WHERE id IN ('ABC', 'e')")
-                cur.execute(f"UPDATE {ns}.k SET v = 100 WHERE id = 'é'")
-                cur.execute(f"UPDATE {ns}.k SET v = 200 WHERE id = 'x '")
-                cur.execute(f"INSERT INTO {ns}.k VALUES ('X', 300), ('É', 400), ('abc  ', 500)")
-                cur.execute(f"UPDATE {ns}.e SET v = 100 WHERE id = 'A'")
-                cur.execute(f"DELETE FROM {ns}.e WHERE id = 'a '")
-                cur.execute(f'UPDATE {ns}."Items" SET v = 5 WHERE id = 1')
-                cur.execute(f"INSERT INTO {ns}.items VALUES (5, 50)")
+                key_case.change(cur, ns)
             want = {name: rows(src, sql) for name, sql in tables.items()}
             sync(rt, until_caught_up=True)
             assert set(rt.resumer.finished()) == splits

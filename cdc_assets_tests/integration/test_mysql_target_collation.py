@@ -9,11 +9,11 @@ from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.resumer.records import PositionRecord
 from cdc_assets.resumer.sql import SqlPositionStore
 from cdc_assets.resumer.store import create_table_sql, upsert_params, upsert_sql
+from cdc_assets_tests import key_case
+from cdc_assets_tests.key_case import KEYS, rows
 from cdc_assets_tests.support import config_for, snapshot_all, source_database
 
 INSENSITIVE = "utf8mb4_uca1400_ai_ci"  # MariaDB 10.10+; accent- and case-insensitive like MySQL 8's 0900_ai_ci
-KEYS = ["abc", "ABC", "e", "é", "E", "x", "x ", "Straße", "STRASSE"]
-LABELS = ["a", "A", "á", "a "]
 
 
 def insensitive_databases(server, *names: str) -> None:
@@ -36,12 +36,6 @@ def drop_databases(server, *names: str) -> None:
         conn.close()
 
 
-def rows(conn, table_sql: str) -> list[tuple]:
-    with conn.cursor() as cur:
-        cur.execute(f"SELECT id, v FROM {table_sql}")
-        return sorted(tuple(r) for r in cur.fetchall())
-
-
 def _table_ids(ns: str, names) -> list[TableId]:
     return [TableId(ns, name) for name in names]
 
@@ -60,15 +54,8 @@ def finished_after_restart(config) -> set[str]:
 
 def test_postgres_keys_differing_in_case_accent_or_trailing_space_stay_apart(tmp_path, servers, spark, unique_name):
     ns, meta = unique_name, f"{unique_name}_meta"
-    keys = ", ".join(f"('{k}', {i})" for i, k in enumerate(KEYS))
-    labels = ", ".join(f"'{k}'" for k in LABELS)
-    seed = [f"CREATE SCHEMA {ns}", f"CREATE TYPE {ns}.mood AS ENUM ({labels})",
-            f"CREATE TABLE {ns}.k (id VARCHAR(10) PRIMARY KEY, v INT)", f"INSERT INTO {ns}.k VALUES {keys}",
-            f"CREATE TABLE {ns}.e (id {ns}.mood PRIMARY KEY, v INT)",
-            f"INSERT INTO {ns}.e VALUES " + ", ".join(f"('{k}', {i})" for i, k in enumerate(LABELS)),
-            f'CREATE TABLE {ns}."Items" (id INT PRIMARY KEY, v INT)', f'INSERT INTO {ns}."Items" VALUES (1, 1), (2, 2)',
-            f"CREATE TABLE {ns}.items (id INT PRIMARY KEY, v INT)", f"INSERT INTO {ns}.items VALUES (1, 10), (3, 30)"]
-    tables = {"k": f"{ns}.k", "e": f"{ns}.e", "Items": f'{ns}."Items"', "items": f"{ns}.items"}
+    seed = key_case.seed(ns)
+    tables = key_case.tables(ns)
     insensitive_databases(servers.mariadb, ns, meta)
     try:
         with source_database(servers, "postgres", unique_name, seed) as src:
@@ -82,14 +69,7 @@ def test_postgres_keys_differing_in_case_accent_or_trailing_space_stay_apart(tmp
                 snapshot_all(rt)
                 splits = all_split_ids(rt, _table_ids(ns, tables))
                 with src.cursor() as cur:
-                    cur.execute(f"DELETE FROM {ns}.k WHERE id IN ('ABC', 'e')")
-                    cur.execute(f"UPDATE {ns}.k SET v = 100 WHERE id = 'é'")
-                    cur.execute(f"UPDATE {ns}.k SET v = 200 WHERE id = 'x '")
-                    cur.execute(f"INSERT INTO {ns}.k VALUES ('X', 300), ('É', 400), ('abc  ', 500)")
-                    cur.execute(f"UPDATE {ns}.e SET v = 100 WHERE id = 'A'")
-                    cur.execute(f"DELETE FROM {ns}.e WHERE id = 'a '")
-                    cur.execute(f'UPDATE {ns}."Items" SET v = 5 WHERE id = 1')
-                    cur.execute(f"INSERT INTO {ns}.items VALUES (5, 50)")
+                    key_case.change(cur, ns)
                 want = {name: rows(src, sql) for name, sql in tables.items()}
                 sync(rt, until_caught_up=True)
             finally:
