@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from cdc_assets.core.log import Log
+from cdc_assets.core.boundary import Log
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.errors import ConfigError
 from cdc_assets.sinks.base import SqlSink

@@ -6,7 +6,7 @@ from functools import cached_property
 from typing import Callable
 
 from cdc_assets.config import DbResumer, LogResumer, SqliteResumer, TargetResumer, TaskConfig
-from cdc_assets.core.log import Log
+from cdc_assets.core.boundary import Log
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.engine.plans import PlanStore
 from cdc_assets.engine.registry import sink_factory, source_engine

@@ -1,4 +1,4 @@
-"""The log-reader contract (cdc_assets/core/log.py `LogReader`), written once and run by every source engine's
+"""The log-reader contract (cdc_assets/core/boundary.py `LogReader`), written once and run by every source engine's
 reader on its real server: whole transactions in commit order, row images, a start that skips what lies before
 it, bounded reads that end and report their last boundary, parts of a big transaction, Idle when quiet, close(),
 schema changes, lost positions and refused connections.
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pytest
 
 from cdc_assets.core.events import Idle, Op, SchemaChange, Transaction, TransactionPart
-from cdc_assets.core.log import Log, LogReader
+from cdc_assets.core.boundary import Log, LogReader
 from cdc_assets.core.positions import MysqlPosition, PgPosition, Position, is_before
 from cdc_assets.core.tables import TableId
 from cdc_assets.core.urls import DbUrl

@@ -36,7 +36,7 @@ IDLE_AFTER = 1.0  # seconds without a yield before an Idle
 
 class BinlogReader:
     """Reads committed transactions of the captured tables from a MySQL/MariaDB binlog; the `LogReader`
-    protocol of cdc_assets/core/log.py.
+    protocol of cdc_assets/core/boundary.py.
 
     `server_id` must differ from every other replica of the server: see `default_server_id`.
     Positions are file/offset pairs; `gtid_set` carries the GTID of the transaction that ends there, when seen

@@ -19,7 +19,7 @@ import psycopg2.errors
 from psycopg2.extras import LogicalReplicationConnection
 
 from cdc_assets.core.events import Idle, Transaction, TransactionPart
-from cdc_assets.core.log import LogItem
+from cdc_assets.core.boundary import LogItem
 from cdc_assets.core.positions import PgPosition
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
@@ -42,7 +42,7 @@ SESSION_OPTIONS = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"
 
 class PgLogReader:
     """Reads committed transactions of the captured tables from a logical replication slot; the `LogReader`
-    protocol of cdc_assets/core/log.py.
+    protocol of cdc_assets/core/boundary.py.
 
     Positions are WAL LSNs: a Transaction ends at its commit's end LSN, an Idle at the last commit end or the
     server's decoding position (keepalive walEnd), whichever is later. Values: see `values.caster`; a row image may

@@ -1,0 +1,223 @@
+"""The boundary between the engine and the databases: what a source offers the snapshot and the log phase, and
+what a sink offers both, whatever the engine behind them (MySQL, PostgreSQL, MongoDB). The registry
+(`engine/registry.py`) maps each `db_type` to its implementations; the engine sees only these protocols.
+
+Rows cross the boundary in a format the *sink* names (`TargetFormat`) and the *source* produces (`RowExport`):
+the source knows its values, the sink knows what its staging accepts, and neither knows the other's engine.
+Spark runs the export and the staging write (`spark/staging.py`); the driver commits through `Sink.transaction()`.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any, ContextManager, Protocol
+
+from cdc_assets.core.batches import TableChanges
+from cdc_assets.core.events import Idle, SchemaChange, Transaction, TransactionPart
+from cdc_assets.core.jdbc import JdbcEndpoint
+from cdc_assets.core.positions import Position
+from cdc_assets.core.splits import KeyRange, Split, SplitPlan
+from cdc_assets.core.tables import Column, TableId, TableSchema
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.errors import CdcError
+
+SPLIT_COLUMN = "_cdc_split"  # the split index each exported row carries, first
+
+LogItem = Transaction | TransactionPart | SchemaChange | Idle
+
+
+# -- rows from a source to a sink's staging ------------------------------------------------------------------
+
+
+class RowFormat(str, Enum):
+    COPY_TEXT = "copy_text"  # one string column: the row as one PostgreSQL COPY text line, the split index first
+    COLUMNS = "columns"  # `_cdc_split`, then one column per table column, typed or as text (see Transport)
+
+
+@dataclass(frozen=True)
+class TargetFormat:
+    """What a sink's staging accepts: named by the sink, produced by the source."""
+
+    db_type: str  # the target's engine, for the few renderings that depend on it (MySQL has no arrays)
+    rows: RowFormat
+    declared: Callable[[Column, bool], str]  # (column, in the key) -> the target's column type
+
+
+@dataclass(frozen=True)
+class Transport:
+    """How one column travels from source to target: native through Spark, or as text the target parses."""
+
+    column: Column
+    as_text: bool
+
+
+@dataclass(frozen=True)
+class JdbcExport:
+    """A group of splits as one JDBC query, one predicate (one Spark partition) per split. The query selects the
+    split column too, outside the exported columns, because Spark filters the predicates outside the subquery."""
+
+    endpoint: JdbcEndpoint
+    query: str
+    predicates: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TaskExport:
+    """A group of splits read inside Spark tasks by the source's own client (no JDBC driver, e.g. MongoDB): one
+    task per entry of `tasks`; `read(task)` runs on an executor and yields tuples shaped by `schema`."""
+
+    tasks: tuple[Any, ...]  # picklable: one per Spark task
+    read: Callable[[Any], Iterator[tuple]]  # picklable: a module-level function or a functools.partial of one
+    schema: str  # Spark DDL of the yielded tuples, e.g. "line string" or "_cdc_split int, a string, ..."
+
+
+@dataclass(frozen=True)
+class RowExport:
+    """How a group of splits leaves the source, in the format the target asked for."""
+
+    format: RowFormat
+    how: JdbcExport | TaskExport
+    transports: tuple[Transport, ...]  # per table column, in schema order
+
+
+@dataclass(frozen=True)
+class JdbcWrite:
+    """Staged through Spark's JDBC writer (typed columns, batched inserts)."""
+
+    endpoint: JdbcEndpoint
+    table: str  # quoted, qualified staging table
+    batch_size: int
+
+
+@dataclass(frozen=True)
+class CopyWrite:
+    """Staged by `COPY ... FROM STDIN` from each Spark partition's Arrow batches (COPY_TEXT rows)."""
+
+    connect_args: dict = field(repr=False)  # psycopg2.connect(**connect_args); holds the password
+    copy_sql: str
+
+
+@dataclass(frozen=True)
+class TaskWrite:
+    """Staged by the sink's own client inside Spark tasks: `write(rows)` consumes one partition's rows (tuples in
+    the export's shape) and returns how many it wrote. Picklable."""
+
+    write: Callable[[Iterator[tuple]], int]
+
+
+@dataclass(frozen=True)
+class SplitRanges:
+    """What a group's commit replaces: the key ranges of its splits on the split column. `by_range`: the target
+    orders this key kind exactly as the source does, so it can judge the ranges itself."""
+
+    kind: str
+    ranges: tuple[KeyRange, ...]
+    by_range: bool
+
+
+@dataclass(frozen=True)
+class KeyStats:
+    min: Any
+    max: Any
+    rows: int  # estimate from statistics, exact when statistics are missing
+
+
+# -- the protocols -------------------------------------------------------------------------------------------
+
+
+class SnapshotSource(Protocol):
+    db_type: str
+
+    def check_capture(self) -> list[str]:
+        """Raise SourceSetupError when the server cannot be captured (binlog off, wal_level, not a replica set);
+        return notes for the plan output (log retention, warnings)."""
+
+    def describe(self, table: TableId, split_column: str | None = None) -> TableSchema: ...
+
+    def current_position(self) -> Position: ...
+
+    def plan(self, schema: TableSchema, split_size: int) -> SplitPlan:
+        """Split the table's key space into ranges of about `split_size` rows (planned_at left for the engine)."""
+
+    def export(self, plan: SplitPlan, schema: TableSchema, splits: list[Split], target: TargetFormat) -> RowExport:
+        """How the splits' rows leave this source for `target`; the source decides which split a key is in."""
+
+    def explain_failure(self, schema: TableSchema, export: RowExport, error: Exception) -> CdcError | None:
+        """What the source can say about a failed export (the row and column a target refused), or None."""
+
+    def present_keys(self, schema: TableSchema, keys: list[tuple]) -> set[tuple]:
+        """Which of `keys` the source holds now, compared exactly (byte for byte, not by collation)."""
+
+    def close(self) -> None: ...
+
+
+class LogReader(Protocol):
+    def read(self, start: Position, stop_at: Position | None = None, part_events: int | None = None
+             ) -> Iterator[LogItem]:
+        """Yield what committed after `start`, in commit order: Transactions of the captured tables (with
+        `part_events`, a big one comes first as TransactionParts of that many changes), SchemaChanges of captured
+        tables, and Idle(boundary) when quiet. With `stop_at`, return once the log reached it, the last boundary
+        reported as Idle; without it, read until `close()`. Raises PositionLost when `start` is gone."""
+
+    def acknowledge(self, position: Position) -> None:
+        """The target holds everything up to `position`: the source may release the log before it."""
+
+    def close(self) -> None: ...
+
+
+class Log(Protocol):
+    def prepare(self, tables: list[TableId], replan: bool = False) -> Position | None:
+        """Make the source keep its log from now on for these tables (a slot, a publication); before any watermark."""
+
+    def reader(self, schemas: dict[TableId, TableSchema], purpose: str = "sync") -> LogReader:
+        """A reader of the captured tables; `purpose` tells concurrent readers apart (sync, one per backfill)."""
+
+    def earliest(self) -> Position: ...
+
+    def position_at(self, when: datetime) -> Position: ...
+
+    def distance(self, a: Position, b: Position) -> int:
+        """Log bytes from `a` to `b`, 0 when `b` is not after `a`."""
+
+
+class Sink(Protocol):
+    """A target. Every write that makes rows visible goes through `transaction()`; the engine adds whatever must
+    commit with it (backfill, finished markers, checkpoint) through the same `tx`."""
+
+    db_type: str
+    url: DbUrl
+
+    def target_format(self) -> TargetFormat: ...
+
+    def check_key_order(self, kind: str, source_db_type: str) -> bool:
+        """Whether this target orders keys of `kind` exactly as that source does (it can then judge split ranges)."""
+
+    def ensure_table(self, schema: TableSchema) -> bool:
+        """Create the target table when missing (True); accept an existing one that can hold every column."""
+
+    def add_columns(self, schema: TableSchema, columns: list[Column]) -> None: ...
+
+    def staging_table(self, table: TableId, first_split: int) -> TableId: ...
+
+    def create_staging(self, staging: TableId, export: RowExport, key: tuple[str, ...]) -> None: ...
+
+    def staging_write(self, staging: TableId, export: RowExport) -> JdbcWrite | CopyWrite | TaskWrite: ...
+
+    def staged_bytes(self, staging: TableId) -> int: ...
+
+    def transaction(self) -> ContextManager[Any]: ...
+
+    def merge_staged(self, tx: Any, schema: TableSchema, staging: TableId, export: RowExport,
+                     replace: SplitRanges) -> dict[int, int]:
+        """Replace the splits' ranges with the staged rows inside `tx`; the staged rows per split index."""
+
+    def unstaged_keys(self, tx: Any, schema: TableSchema, staging: TableId, export: RowExport,
+                      replace: SplitRanges) -> list[tuple]: ...
+
+    def drop_staging(self, staging: TableId) -> None: ...
+
+    def apply_changes(self, tx: Any, schema: TableSchema, changes: TableChanges) -> None: ...
+
+    def close(self) -> None: ...
