@@ -215,6 +215,9 @@ def load_config(path: str | os.PathLike | None = None) -> TaskConfig:
     if not path:
         raise ConfigError("no config file given", f"pass --config FILE or set {CONFIG_ENV}")
     file = Path(path).expanduser().resolve()
+    if file.is_dir():  # a folder of task files is for the Dagster code location; a command works on one task
+        raise ConfigError(f"{file} is a folder; this needs one task file",
+                          f"pass --config {file}/<task file>.yaml")
     try:
         raw = yaml.safe_load(file.read_text())
     except FileNotFoundError:

@@ -1,11 +1,7 @@
-"""Dagster code location: `defs` for the task in $CDC_ASSETS_CONFIG (default ./cdc_assets.yaml)."""
+"""Dagster code location: every task of $CDC_ASSETS_CONFIG (a task file or a folder of them; default
+./cdc_assets.yaml), or an empty location that says how to configure one (see defs/code_location.py)."""
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from cdc_assets.defs.code_location import from_environment
 
-from cdc_assets.config import CONFIG_ENV, load_config
-from cdc_assets.defs.build import build_definitions
-
-_path = str(Path(os.environ.get(CONFIG_ENV, "cdc_assets.yaml")).resolve())
-defs = build_definitions(load_config(_path), _path)
+defs = from_environment()

@@ -9,17 +9,21 @@ from pydantic import PrivateAttr
 
 from cdc_assets.config import TaskConfig, load_config
 from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.errors import CdcError
 from cdc_assets.spark.session import spark_settings, start_session
 
 
 class CdcTask(dg.ConfigurableResource):
-    """Source, sink and resumer of one cdc_assets task."""
+    """Source, sink and resumer of one cdc_assets task: `config_path`, or, in a code location of many tasks,
+    the one of `config_paths` (task_id -> file) that the run belongs to (see `run_task`)."""
 
-    config_path: str
+    config_path: str = ""
+    config_paths: dict[str, str] = {}
     _runtime: Optional[TaskRuntime] = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        self._runtime = TaskRuntime(load_config(self.config_path))
+        path = self.config_path or self.config_paths[run_task(context.dagster_run, list(self.config_paths))]
+        self._runtime = TaskRuntime(load_config(path))
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         if self._runtime is not None:
@@ -29,6 +33,9 @@ class CdcTask(dg.ConfigurableResource):
     @property
     def runtime(self) -> TaskRuntime:
         if self._runtime is None:
+            if not self.config_path:
+                raise CdcError("the cdc_task resource of a code location with many tasks knows its task only inside "
+                               "a run", "use it from an asset, asset check or job of one task")
             self._runtime = TaskRuntime(load_config(self.config_path))
         return self._runtime
 
@@ -42,10 +49,15 @@ class TaskSpark(PySparkResource):
 
     # The CLI runs many materializations in one process and keeps one session for all of them.
     stop_on_teardown: bool = True
+    # A code location of many tasks: each task's settings by task_id, chosen by the run (see `run_task`).
+    task_spark_configs: dict[str, dict[str, Any]] = {}
     _started: bool = PrivateAttr(default=False)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        self._spark_session, self._started = start_session(self.spark_config)
+        settings = self.spark_config
+        if self.task_spark_configs:
+            settings = self.task_spark_configs[run_task(context.dagster_run, list(self.task_spark_configs))]
+        self._spark_session, self._started = start_session(settings)
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         if self._spark_session is not None and self._started and self.stop_on_teardown:
@@ -56,6 +68,30 @@ class TaskSpark(PySparkResource):
     def started(self) -> bool:
         """Whether this run started the session (and so pays its first-job costs)."""
         return self._started
+
+
+def run_task(run: dg.DagsterRun | None, task_ids: list[str]) -> str:
+    """Which task a run belongs to, in a code location of many tasks (one `cdc_task` and one `pyspark` resource
+    serve them all, so that every asset, check and job keeps asking for those two keys): the task of the assets
+    or checks it selects (their keys start with the task_id), else its `cdc_assets/incremental_task` tag, else
+    the task whose name prefixes its job's name (`<task_id>_incremental`, the longest that fits)."""
+    from cdc_assets.defs.incremental import TASK_TAG  # that module builds on this one
+
+    if run is None:
+        raise CdcError("a resource of a code location with many tasks was used outside a run",
+                       "launch the task's job or materialize its assets")
+    keys = [*(run.asset_selection or ()), *(c.asset_key for c in (run.asset_check_selection or ()))]
+    tasks = {k.path[0] for k in keys if k.path and k.path[0] in task_ids}
+    if not tasks and run.tags.get(TASK_TAG) in task_ids:
+        tasks = {run.tags[TASK_TAG]}
+    if not tasks:
+        fitting = sorted((t for t in task_ids if run.job_name.startswith(f"{t}_")), key=len)
+        tasks = set(fitting[-1:])
+    if len(tasks) != 1:
+        what = f"tasks {', '.join(sorted(tasks))}" if tasks else f"no task of this code location ({', '.join(task_ids)})"
+        raise CdcError(f"run {run.run_id} of job {run.job_name} belongs to {what}",
+                       "materialize the assets of one task per run (each task is its own asset group)")
+    return tasks.pop()
 
 
 def task_spark(config: TaskConfig, stop_on_teardown: bool = True) -> TaskSpark:
