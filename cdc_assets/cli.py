@@ -14,6 +14,8 @@ from cdc_assets.errors import CdcError
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if not args.verbose:
+        _quiet_libraries()
     try:
         return args.func(args)
     except CdcError as exc:
@@ -24,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cdc-assets", description=__doc__)
     p.add_argument("--config", default=os.environ.get(CONFIG_ENV), help=f"task config YAML (default ${CONFIG_ENV})")
+    p.add_argument("--verbose", action="store_true", help="also print the libraries' warnings and logs (Dagster's "
+                   "beta/preview warnings, Spark's start-up output, py4j); without it Spark's JVM writes to "
+                   "<log_dir>/spark.log")
     sub = p.add_subparsers(required=True, metavar="COMMAND")
     plan = sub.add_parser("plan", help="print the split plan per table and register it as Dagster partitions")
     plan.add_argument("--replan", action="store_true", help="discard existing plans AND positions, then plan anew; the target "
@@ -45,8 +50,22 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _quiet_libraries() -> None:
+    """What the CLI prints is its own: the libraries' warnings say nothing a user of the CLI can act on."""
+    import logging
+    import warnings
+
+    warnings.simplefilter("ignore")
+    os.environ["PYTHONWARNINGS"] = "ignore"  # Spark's Python workers too
+    logging.getLogger("py4j").setLevel(logging.ERROR)
+
+
 def _config(args) -> tuple[TaskConfig, str]:
     config = load_config(args.config)
+    if not args.verbose:
+        from cdc_assets.spark.session import JVM_STDERR_ENV
+
+        os.environ.setdefault(JVM_STDERR_ENV, str(config.log_dir / "spark.log"))
     return config, str(Path(args.config or os.environ[CONFIG_ENV]).resolve())
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark import SparkContext
@@ -14,6 +15,7 @@ from cdc_assets.errors import ConfigError
 from cdc_assets.spark.errors import jdbc_connect_failure
 
 _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+JVM_STDERR_ENV = "CDC_ASSETS_SPARK_STDERR"  # a file for the JVM's stderr (the CLI without --verbose)
 _JVM_OPTIONS = f"-Duser.timezone=UTC -Dlog4j2.configurationFile={_LOG_CONFIG}"
 
 
@@ -51,9 +53,30 @@ def start_session(settings: dict[str, str]) -> tuple[SparkSession, bool]:
     for key, value in settings.items():
         builder = builder.config(key, value)
     started = SparkContext._active_spark_context is None  # getOrCreate has no public "did I create it"
-    session = builder.getOrCreate()
+    with _jvm_stderr(os.environ.get(JVM_STDERR_ENV) if started else None):
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session, started
+
+
+@contextmanager
+def _jvm_stderr(path: str | None):
+    """The JVM (and the Python workers it starts) inherit stderr when launched: pointed at `path` meanwhile, what
+    they print (the JVM's own start-up warnings, Spark's errors) goes to that file instead of the CLI's stderr."""
+    if not path:
+        yield
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(target, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)
 
 
 def build_session(config: SparkConfig, app_name: str = "cdc_assets") -> tuple[SparkSession, bool]:
