@@ -1,4 +1,4 @@
-"""`cdc-assets`: plan, snapshot and inspect a task from a shell, through Dagster's own execution API,
+"""`cdc-assets`: plan, snapshot, reset and inspect a task from a shell, through Dagster's own execution API,
 so every run and materialization lands in the instance at $DAGSTER_HOME that `dagster dev` shows."""
 from __future__ import annotations
 
@@ -41,6 +41,14 @@ def _parser() -> argparse.ArgumentParser:
     sync.add_argument("--until-caught-up", action="store_true",
                       help="stop at the source's log end as read at the start, instead of following the log")
     sync.set_defaults(func=cmd_sync)
+    reset = sub.add_parser("reset", help="move the checkpoint (stop `sync` first): to the log end, skipping what "
+                                         "lies between; or back, replaying; records who moved it from where to where")
+    reset.add_argument("--to", required=True, choices=["latest", "earliest", "position"],
+                       help="latest: the source's log end (skips); earliest: the oldest position the source keeps "
+                            "(replays); position: the one given after it")
+    reset.add_argument("position", nargs="?", help="with --to position: mysql-bin.000004:4663, 0/16B3748, or "
+                                                   "a position's JSON as position.log shows it")
+    reset.set_defaults(func=cmd_reset)
     pos = sub.add_parser("positions", help="print the position records as JSON lines")
     pos.set_defaults(func=cmd_positions)
     demo = sub.add_parser("demo", help="start local MariaDB+PostgreSQL, seed a demo schema, snapshot it")
@@ -152,6 +160,29 @@ def cmd_sync(args) -> int:
     finally:
         runtime.close()
     for line in report.lines():
+        print(line)
+    return 0
+
+
+def cmd_reset(args) -> int:
+    import getpass
+    import socket
+
+    from cdc_assets.engine.reset import parse_position, reset_checkpoint
+    from cdc_assets.engine.runtime import TaskRuntime
+
+    config, _ = _config(args)
+    if (args.to == "position") != (args.position is not None):
+        raise CdcError(f"reset --to {args.to} {'needs' if args.to == 'position' else 'takes no'} position",
+                       "cdc-assets reset --to position mysql-bin.000004:4663 (or 0/16B3748, or a position's JSON)")
+    position = parse_position(args.position, config.source.db_type) if args.position else None
+    runtime = TaskRuntime(config)
+    try:
+        result = reset_checkpoint(runtime, args.to, f"{getpass.getuser()}@{socket.gethostname()} (cdc-assets reset)",
+                                  position)
+    finally:
+        runtime.close()
+    for line in result.lines():
         print(line)
     return 0
 

@@ -5,6 +5,7 @@
     SnapshotFinished / shop.orders:0003 -> {"type": "RdbSnapshotFinished", "split": ..., "low_watermark": ..., "high_watermark": ...}
     CdcDoing         / checkpoint       -> {"type": "MysqlCdc", ..., "schema_version": 0, "events": ...} (incremental)
     CdcSchema        / v0               -> {"type": "CdcSchema", "version": 0, "tables": [...]} (schemas of that version)
+    CdcReset         / 2026-11-23T22:40:01.123456 -> {"type": "CdcReset", "to": "latest", "by": ..., "from": {...}, ...}
 A SnapshotDoing record's "phase" is a `core.splits.SplitPhase`.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ SNAPSHOT_DOING = "SnapshotDoing"
 SNAPSHOT_FINISHED = "SnapshotFinished"
 CDC_DOING = "CdcDoing"
 CDC_SCHEMA = "CdcSchema"
+CDC_RESET = "CdcReset"  # one per reset of the checkpoint, keyed by its time: who moved it, from where, to where
 CHECKPOINT_KEY = "checkpoint"
 
 

@@ -1,0 +1,60 @@
+"""The reset job of a task: `cdc-assets reset` from the UI, its target as run config, what it did as metadata.
+
+It carries the incremental job's run-queue tag, so the queue (dagster.yaml: one run per task) never runs it
+beside an incremental run, which would write its own checkpoint over the reset."""
+
+from typing import Literal, Optional
+
+import dagster as dg
+
+from cdc_assets.config import TaskConfig
+from cdc_assets.defs.incremental import TASK_TAG
+from cdc_assets.defs.resources import CdcTask
+from cdc_assets.engine.reset import POSITION_FORMS, parse_position, reset_checkpoint
+from cdc_assets.errors import CdcError
+
+
+def reset_job_name(task_id: str) -> str:
+    return f"{task_id}_reset"
+
+
+class ResetConfig(dg.Config):
+    to: Literal["latest", "earliest", "position"]
+    position: Optional[str] = None  # with to: position
+
+
+def reset_job(config: TaskConfig) -> dg.JobDefinition:
+    task_id = config.task_id
+
+    @dg.op(name=f"{task_id}_reset_checkpoint",
+           description="Move the checkpoint to the log end (latest: skips what lies between), the oldest position "
+                       f"the source keeps (earliest: replays) or a given position ({POSITION_FORMS}).")
+    def reset_checkpoint_op(context: dg.OpExecutionContext, config: ResetConfig, cdc_task: CdcTask):
+        runtime = cdc_task.runtime
+        try:
+            if (config.to == "position") != bool(config.position):
+                raise CdcError(f"to: {config.to} {'needs' if config.to == 'position' else 'takes no'} position",
+                               f"run config: {{to: position, position: ...}}, the position as {POSITION_FORMS}")
+            position = parse_position(config.position, runtime.config.source.db_type) if config.position else None
+            user = context.run.tags.get("dagster/user", "")
+            result = reset_checkpoint(runtime, config.to, f"dagster run {context.run_id}" + (f" ({user})" if user else ""),
+                                      position)
+        except CdcError as exc:
+            raise dg.Failure(description=str(exc), allow_retries=False) from None
+        context.log.warning(result.warning)
+        for line in result.lines()[:2]:
+            context.log.info(line)
+        return dg.Output(None, metadata={
+            "from": dg.MetadataValue.text(str(result.before)), "to": dg.MetadataValue.text(str(result.after)),
+            "reset_to": dg.MetadataValue.text(result.to), "effect": dg.MetadataValue.text(result.effect),
+            "log_bytes": dg.MetadataValue.int(-1 if result.log_bytes is None else result.log_bytes),
+            "warning": dg.MetadataValue.text(result.warning), "by": dg.MetadataValue.text(result.by),
+            "record": dg.MetadataValue.text(f"{result.record.resumer_type} / {result.record.position_key}")})
+
+    @dg.job(name=reset_job_name(task_id), tags={TASK_TAG: task_id},
+            description=f"Reset the checkpoint of task {task_id} (run config: to latest | earliest | position). "
+                        "Latest skips the changes up to the log end, earliest and older positions replay them.")
+    def _job():
+        reset_checkpoint_op()
+
+    return _job
