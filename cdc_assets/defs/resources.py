@@ -22,7 +22,7 @@ class CdcTask(dg.ConfigurableResource):
     _runtime: Optional[TaskRuntime] = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        path = self.config_path or self.config_paths[run_task(context.dagster_run, list(self.config_paths))]
+        path = self.config_path or self.config_paths[run_task(context.run, list(self.config_paths))]
         self._runtime = TaskRuntime(load_config(path))
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
@@ -56,7 +56,7 @@ class TaskSpark(PySparkResource):
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         settings = self.spark_config
         if self.task_spark_configs:
-            settings = self.task_spark_configs[run_task(context.dagster_run, list(self.task_spark_configs))]
+            settings = self.task_spark_configs[run_task(context.run, list(self.task_spark_configs))]
         self._spark_session, self._started = start_session(settings)
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
