@@ -8,8 +8,9 @@ claims too) does not take the other tasks down with it: their sensors keep the l
 could outlast the source's log retention. The bad file is reported instead, where a data engineer looks: a
 sensor `config_error_<file>` that fails every tick with the file, the error and the fix (Automation page), the
 location's metadata, and the code server's log. A single task file named directly is the whole location: its
-error fails the location, shown as the code location's error. With no config at all the location loads empty,
-its metadata saying how to configure one. Errors are the config loader's, which never echo a value.
+error fails the location, shown as the code location's error. With no config at all the location loads empty
+but for a sensor whose skip reason (and the location's metadata) says how to configure one. Errors are the
+config loader's, which never echo a value.
 """
 from __future__ import annotations
 
@@ -143,9 +144,21 @@ def _error_sensor(bad: BadTaskFile) -> dg.SensorDefinition:
     return _report
 
 
+NOT_CONFIGURED_SENSOR = "cdc_assets_not_configured"
+
+
 def _empty(why: str) -> dg.Definitions:
+    """No task: the location loads, and its one sensor (Automation page) says, in its description and in every
+    tick's skip reason, how to configure one."""
     log.warning("%s %s", why, HOW_TO)
-    return dg.Definitions(metadata={"cdc_assets": dg.MetadataValue.md(f"**{why}**\n\n{HOW_TO}"),
+
+    @dg.sensor(name=NOT_CONFIGURED_SENSOR, default_status=dg.DefaultSensorStatus.RUNNING,
+               minimum_interval_seconds=300, description=f"{why} {HOW_TO}")
+    def _not_configured(context: dg.SensorEvaluationContext):
+        return dg.SkipReason(f"{why} {HOW_TO}")
+
+    return dg.Definitions(sensors=[_not_configured],
+                          metadata={"cdc_assets": dg.MetadataValue.md(f"**{why}**\n\n{HOW_TO}"),
                                     "how_to_configure": dg.MetadataValue.text(HOW_TO)})
 
 

@@ -8,7 +8,7 @@ import dagster as dg
 import pytest
 import yaml
 
-from cdc_assets.defs.code_location import code_location, error_sensor_name
+from cdc_assets.defs.code_location import NOT_CONFIGURED_SENSOR, code_location, error_sensor_name
 from cdc_assets.defs.resources import run_task
 from cdc_assets.errors import CdcError, ConfigError
 
@@ -117,6 +117,11 @@ def test_no_config_loads_an_empty_location_that_says_how_to_configure_one(tmp_pa
     defs = code_location(None, cwd=tmp_path)
     assert not list(defs.get_repository_def().asset_graph.asset_nodes)
     assert "CDC_ASSETS_CONFIG" in defs.metadata["how_to_configure"].value
+    sensor = defs.get_sensor_def(NOT_CONFIGURED_SENSOR)
+    with dg.instance_for_test() as instance:
+        skipped = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+    assert f"there is no {tmp_path / 'cdc_assets.yaml'}" in skipped.skip_message
+    assert "Set CDC_ASSETS_CONFIG to a task file (YAML) or to a folder of task files" in skipped.skip_message
     empty = code_location(str(tmp_path))  # a folder without task files
     assert "holds no task files" in empty.metadata["cdc_assets"].value
 
