@@ -37,8 +37,8 @@ def reset_job(config: TaskConfig) -> dg.JobDefinition:
                                f"run config: {{to: position, position: ...}}, the position as {POSITION_FORMS}")
             position = parse_position(config.position, runtime.config.source.db_type) if config.position else None
             user = context.run.tags.get("dagster/user", "")
-            result = reset_checkpoint(runtime, config.to, f"dagster run {context.run_id}" + (f" ({user})" if user else ""),
-                                      position)
+            by = f"dagster run {context.run_id}" + (f" ({user})" if user else "")
+            result = reset_checkpoint(runtime, config.to, by, position)
         except CdcError as exc:
             raise dg.Failure(description=str(exc), allow_retries=False) from None
         context.log.warning(result.warning)

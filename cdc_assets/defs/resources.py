@@ -88,7 +88,8 @@ def run_task(run: dg.DagsterRun | None, task_ids: list[str]) -> str:
         fitting = sorted((t for t in task_ids if run.job_name.startswith(f"{t}_")), key=len)
         tasks = set(fitting[-1:])
     if len(tasks) != 1:
-        what = f"tasks {', '.join(sorted(tasks))}" if tasks else f"no task of this code location ({', '.join(task_ids)})"
+        what = (f"tasks {', '.join(sorted(tasks))}" if tasks
+                else f"no task of this code location ({', '.join(task_ids)})")
         raise CdcError(f"run {run.run_id} of job {run.job_name} belongs to {what}",
                        "materialize the assets of one task per run (each task is its own asset group)")
     return tasks.pop()

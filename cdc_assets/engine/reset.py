@@ -28,7 +28,6 @@ from cdc_assets.resumer.resumer import Checkpoint
 
 log = logging.getLogger("cdc_assets.reset")
 ResetTo = Literal["latest", "earliest", "position"]
-RESET_TO: tuple[ResetTo, ...] = ("latest", "earliest", "position")
 POSITION_FORMS = ('MySQL: mysql-bin.000004:4663 or {"binlog_filename": "mysql-bin.000004", "next_event_position": '
                   '4663, "gtid_set": "0-1-12"}; PostgreSQL: 0/16B3748 or {"lsn": "0/16B3748"}')
 
@@ -71,7 +70,8 @@ def parse_position(text: str, db_type: str) -> Position:
         raise ConfigError(f"cannot read the position {text!r}: {exc}", f"give it as {POSITION_FORMS}") from None
     wanted = PgPosition if db_type == "postgres" else MysqlPosition
     if not isinstance(position, wanted):
-        raise ConfigError(f"position {position} is not a position of a {db_type} source", f"give it as {POSITION_FORMS}")
+        raise ConfigError(f"position {position} is not a position of a {db_type} source",
+                          f"give it as {POSITION_FORMS}")
     return position
 
 
@@ -80,7 +80,8 @@ def reset_checkpoint(rt: TaskRuntime, to: ResetTo, by: str, position: Position |
     task_id, resumer = rt.config.task_id, rt.resumer
     checkpoint = resumer.checkpoint()
     if checkpoint is None:
-        raise PlanError(f"task {task_id} has no checkpoint yet: its log phase has not started, there is nothing to reset",
+        raise PlanError(f"task {task_id} has no checkpoint yet: its log phase has not started, there is nothing "
+                        "to reset",
                         "where a task starts is pipeline.startup_mode's (initial | latest | earliest | timestamp | "
                         "position, used only without a checkpoint); run its first sync, then reset")
     after = _target(rt, to, position)

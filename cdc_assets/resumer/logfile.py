@@ -13,7 +13,8 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from cdc_assets.resumer.records import CDC_DOING, CDC_RESET, CDC_SCHEMA, SNAPSHOT_DOING, SNAPSHOT_FINISHED, PositionRecord, now_text
+from cdc_assets.resumer.records import (CDC_DOING, CDC_RESET, CDC_SCHEMA, SNAPSHOT_DOING, SNAPSHOT_FINISHED,
+                                        PositionRecord, now_text)
 
 POSITION_LOG = "position.log"
 FINISHED_LOG = "finished.log"
