@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     sync.add_argument("--until-caught-up", action="store_true",
                       help="stop at the source's log end as read at the start, instead of following the log")
     sync.set_defaults(func=cmd_sync)
-    pos = sub.add_parser("positions", help="print the position records as JSON lines")
+    pos = sub.add_parser("positions", help="print the position records as JSON lines, then the log headroom")
     pos.set_defaults(func=cmd_positions)
     demo = sub.add_parser("demo", help="start local MariaDB+PostgreSQL, seed a demo schema, snapshot it")
     demo.add_argument("--dir", default=".cdc-demo", help="folder for servers, config and state")
@@ -138,6 +138,7 @@ def cmd_sync(args) -> int:
 
 
 def cmd_positions(args) -> int:
+    from cdc_assets.engine.headroom import task_headroom
     from cdc_assets.engine.runtime import TaskRuntime
 
     config, _ = _config(args)
@@ -145,6 +146,8 @@ def cmd_positions(args) -> int:
     try:
         for record in runtime.resumer.records():
             print(json.dumps(record.to_json(), sort_keys=True))
+        headroom = task_headroom(runtime)
+        print(json.dumps({"headroom": headroom.level.value, "text": str(headroom), **headroom.figures}, sort_keys=True))
     finally:
         runtime.close()
     return 0

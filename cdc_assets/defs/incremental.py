@@ -11,9 +11,11 @@ import hashlib
 import dagster as dg
 
 from cdc_assets.config import TaskConfig, load_config
+from cdc_assets.core.headroom import Level
 from cdc_assets.core.positions import is_before
 from cdc_assets.defs.names import asset_key
 from cdc_assets.defs.resources import CdcTask
+from cdc_assets.engine.headroom import task_headroom
 from cdc_assets.engine.incremental import SyncReport, sync
 from cdc_assets.engine.log_start import snapshot_progress, unfinished_reason
 from cdc_assets.engine.membership import membership
@@ -93,7 +95,13 @@ def incremental_sensor(config: TaskConfig, config_path: str, job: dg.JobDefiniti
             return dg.SkipReason(f"incremental run {active[0].dagster_run.run_id} is in progress")
         runtime = TaskRuntime(load_config(config_path))
         try:
-            return _decide(runtime)
+            headroom = task_headroom(runtime)
+            if headroom.level is Level.LOST:  # a run would only fail the same way: say the way out instead
+                return dg.SkipReason(f"not launching: {headroom}")
+            decision = _decide(runtime)
+            if isinstance(decision, dg.SkipReason):  # how long the task may stay idle before it loses its position
+                decision = dg.SkipReason(f"{decision.skip_message}; {headroom}")
+            return decision
         finally:
             runtime.close()
 

@@ -56,4 +56,4 @@ class PostgresLog:
 
     def headroom(self, needed: PgPosition | None) -> Headroom:
         """The slot's retained WAL against max_slot_wal_keep_size: the slot keeps what `needed` lies in."""
-        return slot_headroom.headroom(self.url, self.slot)
+        return slot_headroom.headroom(self.url, self.slot, needed)

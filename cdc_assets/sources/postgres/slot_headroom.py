@@ -2,7 +2,8 @@
 has wal_status and safe_wal_size)."""
 from __future__ import annotations
 
-from cdc_assets.core.headroom import Headroom, SlotFigures, slot_headroom
+from cdc_assets.core.headroom import Headroom, Level, SlotFigures, slot_headroom
+from cdc_assets.core.positions import PgPosition
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect
 
@@ -13,7 +14,8 @@ SELECT wal_status, (pg_current_wal_lsn() - restart_lsn)::bigint, safe_wal_size,
 FROM pg_replication_slots WHERE slot_name = %s"""
 
 
-def headroom(url: DbUrl, slot: str) -> Headroom:
+def headroom(url: DbUrl, slot: str, needed: PgPosition | None) -> Headroom:
+    """`needed`: the position the task resumes from; None before any, when a missing slot is only not made yet."""
     conn = connect(url)
     try:
         with conn.cursor() as cur:
@@ -21,6 +23,8 @@ def headroom(url: DbUrl, slot: str) -> Headroom:
             row = cur.fetchone()
     finally:
         conn.close()
+    if row is None and needed is None:
+        return Headroom(Level.OK, f"no replication slot {slot} yet: planning creates it")
     if row is None:
         return slot_headroom(SlotFigures(slot, str(url), False, None, None, None, None))
     wal_status, retained, safe, keep = row
