@@ -49,6 +49,9 @@ def incremental_job(config: TaskConfig) -> dg.JobDefinition:
             raise dg.Failure(description=str(exc), allow_retries=False) from None
         for line in report.lines():
             context.log.info(line)
+        if report.slowest is not None:
+            context.log.warning(f"{report.slow_batches} batches over checkpoint_timeout_secs; slowest: "
+                                f"{report.slowest.advice()}")
         for table in config.source.table_ids:
             context.log_event(dg.AssetObservation(asset_key=asset_key(task_id, table),
                                                   metadata=_table_metadata(report, str(table))))
@@ -75,6 +78,10 @@ def _run_metadata(report: SyncReport) -> dict:
         "lag_log_bytes": dg.MetadataValue.int(-1 if report.lag_bytes is None else report.lag_bytes),
         "schema_version": dg.MetadataValue.int(report.schema_version),
         "seconds": dg.MetadataValue.float(round(report.seconds, 3)),
+        "slow_batches": dg.MetadataValue.int(report.slow_batches),
+        **({"slowest_batch": dg.MetadataValue.text(report.slowest.advice()),
+            "slowest_batch_target_seconds": dg.MetadataValue.float(round(report.slowest.target_secs, 3)),
+            "slowest_batch_rows": dg.MetadataValue.int(report.slowest.rows)} if report.slowest else {}),
     }
 
 
