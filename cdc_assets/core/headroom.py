@@ -44,20 +44,33 @@ class BinlogFigures:
     needed: str  # "mysql-bin.000007:1234", the position the task resumes from
     needed_file: str
     files: tuple[str, ...]  # retained, oldest first (SHOW BINARY LOGS)
+    listed: bool  # needed_file is one of `files` of the server that wrote the position
     retention_secs: int | None  # None: no automatic expiry
-    closed_age_secs: float | None  # now - creation of the file after needed_file; None when needed_file is current
+    closed_age_secs: float | None  # now - creation of the file after needed_file (after files[0] when
+    #                                 needed_file is gone but `gtid_reachable`); None when that file is current
+    gtid_reachable: bool = False  # the position's GTID set holds every GTID before files[0]: a stream starts
+    #                               there by GTID set (another server's position, or its own file purged)
 
 
 def binlog_headroom(f: BinlogFigures) -> Headroom:
     figures: dict = {"binlog_files_retained": len(f.files), "oldest_binlog_file": f.files[0] if f.files else "",
                      "needed_binlog_file": f.needed_file}
-    if f.needed_file not in f.files:
-        return Headroom(Level.LOST, f"the binlog file {f.needed_file} holding position {f.needed} was purged from "
-                        f"{f.server} (oldest retained: {figures['oldest_binlog_file'] or 'none'})", figures,
-                        REPLAN_HINT)
-    behind = len(f.files) - 1 - f.files.index(f.needed_file)
+    if not f.listed and f.gtid_reachable:
+        return _binlog_left(f, f.files[0], f"position {f.needed} resumes by its GTID set from the oldest retained "
+                            f"file {f.files[0]} ({f.needed_file} is not in the binlog of {f.server})", figures)
+    if not f.listed:
+        return Headroom(Level.LOST, f"the binlog file {f.needed_file} holding position {f.needed} is not in the "
+                        f"binlog of {f.server} (purged, or another server's; oldest retained: "
+                        f"{figures['oldest_binlog_file'] or 'none'}), and its GTID set does not reach that file",
+                        figures, REPLAN_HINT)
+    return _binlog_left(f, f.needed_file, f"position {f.needed} is in {f.needed_file}", figures)
+
+
+def _binlog_left(f: BinlogFigures, file: str, where: str, figures: dict) -> Headroom:
+    """`file`: the retained file the stream needs first."""
+    behind = len(f.files) - 1 - f.files.index(file)
     figures["binlog_files_behind"] = behind
-    where = f"position {f.needed} is in {f.needed_file}, {behind} of {len(f.files)} retained files behind the end"
+    where = f"{where}, {behind} of {len(f.files)} retained files behind the end"
     if f.retention_secs is None:
         return Headroom(Level.OK, f"{where}; {f.server} expires no binlogs automatically", figures)
     figures["retention_seconds"] = f.retention_secs

@@ -14,6 +14,7 @@ from cdc_assets.defs.names import asset_key
 from cdc_assets.engine.headroom import task_headroom
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.errors import PositionLost
 from cdc_assets_tests.integration.test_pg_slot import invalidate, slot_wal_limit
 from cdc_assets_tests.support import cli_command, execute, source_database, write_config
 
@@ -25,7 +26,9 @@ def make_task(tmp_path, servers, kind, db, target):
     path = write_config(tmp_path, servers, task_id=f"hr_{db}", source=kind, source_db=db,
                         tables=[f"{db}.t" if kind == "mysql" else "public.t"], target="postgres", target_db=target,
                         pipeline={"startup_mode": "latest"})
-    return path, TaskRuntime(load_config(path))
+    rt = TaskRuntime(load_config(path))
+    rt.sink.ensure_table(rt.source.describe(rt.config.source.table_ids[0]))
+    return path, rt
 
 
 class Views:
@@ -82,10 +85,12 @@ def test_postgres_slot_headroom_ok_then_warn_then_lost(tmp_path, servers, unique
 
             invalidate(src, rt.log.slot)
             lost = views.check()
-            assert not lost.passed and lost.severity is dg.AssetCheckSeverity.ERROR
+            assert not lost.passed and lost.severity is dg.AssetCheckSeverity.ERROR, lost.description
             assert "invalidated" in lost.description and "plan --replan" in lost.description
             assert views.tick().startswith("not launching: headroom lost") and "plan --replan" in views.tick()
             assert views.cli()["headroom"] == "lost"
+            with pytest.raises(PositionLost):  # the reader agrees: the slot is gone
+                sync(rt, until_caught_up=True)
         finally:
             rt.close()
 
@@ -128,14 +133,39 @@ def test_mysql_binlog_headroom_ok_then_warn_then_lost(tmp_path, servers, unique_
             # The log end moved to the next file: the launcher starts the run that moves the checkpoint on.
             assert isinstance(views.launcher(), dg.RunRequest)
 
-            with admin.cursor() as cur:
-                cur.execute("SHOW BINARY LOGS")
-                current = cur.fetchall()[-1][0]
-                cur.execute(f"PURGE BINARY LOGS TO '{current}'")
+            def purge_all_but_the_current_file():
+                with admin.cursor() as cur:
+                    cur.execute("SHOW BINARY LOGS")
+                    current = cur.fetchall()[-1][0]
+                    for _ in range(600):  # PURGE skips a file still in use by a dump thread that has not ended
+                        cur.execute(f"PURGE BINARY LOGS TO '{current}'")  # yet, or before InnoDB's checkpoint
+                        cur.execute("SHOW BINARY LOGS")
+                        if [row[0] for row in cur.fetchall()] == [current]:
+                            return
+                        time.sleep(0.05)
+                    raise AssertionError(f"the server kept files before {current}")
+
+            # Nothing was logged after the checkpoint in its file: once the file is purged, the stream still
+            # starts by the checkpoint's GTID set at the oldest retained file. Not lost: a run resumes.
+            set_expiry(3600)
+            purge_all_but_the_current_file()
+            resumable = views.check()
+            assert resumable.passed, resumable.description
+            assert "GTID set" in resumable.description
+            execute(src, "INSERT INTO t VALUES (2, 2)")
+            assert sync(rt, until_caught_up=True).events == 1
+            needed = rt.resumer.checkpoint().position
+
+            # Now transactions after the checkpoint lie in a file that goes: lost.
+            execute(src, "INSERT INTO t VALUES (3, 3)")
+            execute(admin, "FLUSH BINARY LOGS")
+            purge_all_but_the_current_file()
             lost = views.check()
-            assert not lost.passed and lost.severity is dg.AssetCheckSeverity.ERROR
+            assert not lost.passed and lost.severity is dg.AssetCheckSeverity.ERROR, lost.description
             assert f"{needed.file} holding position" in lost.description and "plan --replan" in lost.description
             assert views.tick().startswith("not launching: headroom lost")
             assert views.cli()["headroom"] == "lost"
+            with pytest.raises(PositionLost):  # the reader agrees: the position is gone
+                sync(rt, until_caught_up=True)
         finally:
             rt.close()

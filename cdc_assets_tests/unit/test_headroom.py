@@ -5,8 +5,9 @@ FILES = ("bin.000003", "bin.000004", "bin.000005")
 DAY = 86400
 
 
-def binlog(needed_file="bin.000004", retention=7 * DAY, age=DAY):
-    return binlog_headroom(BinlogFigures("db:3306", f"{needed_file}:120", needed_file, FILES, retention, age))
+def binlog(needed_file="bin.000004", retention=7 * DAY, age=DAY, reachable=False):
+    return binlog_headroom(BinlogFigures("db:3306", f"{needed_file}:120", needed_file, FILES, needed_file in FILES,
+                                         retention, age, reachable))
 
 
 def test_binlog_with_most_of_the_retention_left_is_ok_and_says_how_much():
@@ -32,6 +33,12 @@ def test_purged_binlog_file_is_lost_with_the_way_out():
     assert h.level is Level.LOST
     assert "bin.000001" in h.text and "oldest retained: bin.000003" in h.text
     assert "plan --replan" in str(h)
+
+
+def test_purged_file_whose_gtid_set_reaches_the_oldest_file_resumes_there_with_its_retention():
+    h = binlog(needed_file="bin.000001", reachable=True, age=2 * DAY)
+    assert h.level is Level.OK and "resumes by its GTID set from the oldest retained file bin.000003" in h.text
+    assert h.figures["binlog_files_behind"] == 2 and h.figures["seconds_left"] == 5 * DAY
 
 
 def test_current_binlog_file_has_the_whole_retention_and_no_expiry_is_ok():
