@@ -11,8 +11,6 @@ from cdc_assets.defs.resources import CdcTask
 from cdc_assets.engine.headroom import task_headroom
 
 CHECK_NAME = "log_headroom"
-SEVERITY = {Level.OK: dg.AssetCheckSeverity.WARN, Level.WARN: dg.AssetCheckSeverity.WARN,
-            Level.LOST: dg.AssetCheckSeverity.ERROR}
 
 
 def headroom_check(config: TaskConfig) -> dg.AssetChecksDefinition:
@@ -34,8 +32,10 @@ def result(key: dg.AssetKey, headroom: Headroom) -> dg.AssetCheckResult:
     """Passes when OK; fails as a warning before the position is lost, as an error (with the way out) after."""
     metadata = {"headroom": dg.MetadataValue.text(str(headroom)),
                 **{name: value for name, value in headroom.figures.items()}}
+    lost = headroom.level is Level.LOST
     return dg.AssetCheckResult(asset_key=key, check_name=CHECK_NAME, passed=headroom.level is Level.OK,
-                               severity=SEVERITY[headroom.level], metadata=metadata, description=str(headroom))
+                               severity=dg.AssetCheckSeverity.ERROR if lost else dg.AssetCheckSeverity.WARN,
+                               metadata=metadata, description=str(headroom))
 
 
 def headroom_job(config: TaskConfig, check: dg.AssetChecksDefinition) -> dg.UnresolvedAssetJobDefinition:
