@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     reset.add_argument("position", nargs="?", help="with --to position: mysql-bin.000004:4663, 0/16B3748, or "
                                                    "a position's JSON as position.log shows it")
     reset.set_defaults(func=cmd_reset)
-    pos = sub.add_parser("positions", help="print the position records as JSON lines")
+    pos = sub.add_parser("positions", help="print the position records as JSON lines, then the log headroom")
     pos.set_defaults(func=cmd_positions)
     demo = sub.add_parser("demo", help="start local MariaDB+PostgreSQL, seed a demo schema, snapshot it")
     demo.add_argument("--dir", default=".cdc-demo", help="folder for servers, config and state")
@@ -188,6 +188,7 @@ def cmd_reset(args) -> int:
 
 
 def cmd_positions(args) -> int:
+    from cdc_assets.engine.headroom import task_headroom
     from cdc_assets.engine.runtime import TaskRuntime
 
     config, _ = _config(args)
@@ -195,6 +196,8 @@ def cmd_positions(args) -> int:
     try:
         for record in runtime.resumer.records():
             print(json.dumps(record.to_json(), sort_keys=True))
+        headroom = task_headroom(runtime)
+        print(json.dumps({"headroom": headroom.level.value, "text": str(headroom), **headroom.figures}, sort_keys=True))
     finally:
         runtime.close()
     return 0

@@ -100,6 +100,8 @@ class PipelineConfig(_Model):
 
     checkpoint_after_events: int = Field(1000, ge=1)
     checkpoint_interval_secs: float = Field(10.0, gt=0)
+    # A batch whose target apply and commit take longer is reported with its figures (SeaTunnel's checkpoint.timeout).
+    checkpoint_timeout_secs: float = Field(60.0, gt=0)
     # A transaction with more row changes than this is read and applied in parts of this size, inside one
     # target transaction: memory stays bounded whatever the transaction's size.
     transaction_part_events: int = Field(5000, ge=1)

@@ -16,6 +16,7 @@ from typing import Any, ContextManager, Protocol
 
 from cdc_assets.core.batches import TableChanges
 from cdc_assets.core.events import Idle, SchemaChange, Transaction, TransactionPart
+from cdc_assets.core.headroom import Headroom
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.positions import Position
 from cdc_assets.core.splits import KeyRange, Split, SplitPlan
@@ -180,6 +181,9 @@ class Log(Protocol):
 
     def distance(self, a: Position, b: Position) -> int:
         """Log bytes from `a` to `b`, 0 when `b` is not after `a`."""
+
+    def headroom(self, needed: Position | None) -> Headroom:
+        """How close the log kept for `needed` (None: nothing needed yet) is to being released (core/headroom.py)."""
 
 
 class Sink(Protocol):

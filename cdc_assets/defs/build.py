@@ -5,6 +5,7 @@ import dagster as dg
 
 from cdc_assets.config import TaskConfig
 from cdc_assets.defs.assets import table_asset
+from cdc_assets.defs.headroom_check import headroom_check, headroom_job, headroom_schedule
 from cdc_assets.defs.incremental import incremental_job, incremental_sensor
 from cdc_assets.defs.reset_job import reset_job
 from cdc_assets.defs.resources import CdcTask, task_spark
@@ -14,9 +15,13 @@ from cdc_assets.defs.sensors import split_planner_sensor
 def build_definitions(config: TaskConfig, config_path: str) -> dg.Definitions:
     assets = [table_asset(config, t) for t in config.source.table_ids]
     job = incremental_job(config)
+    check = headroom_check(config)
+    checks_job = headroom_job(config, check)
     return dg.Definitions(
         assets=assets,
-        jobs=[job, reset_job(config)],
+        asset_checks=[check],
+        jobs=[job, checks_job, reset_job(config)],
+        schedules=[headroom_schedule(checks_job)],
         sensors=[split_planner_sensor(config, config_path), incremental_sensor(config, config_path, job)],
         resources={"cdc_task": CdcTask(config_path=config_path), "pyspark": task_spark(config)},
     )

@@ -11,9 +11,11 @@ import hashlib
 import dagster as dg
 
 from cdc_assets.config import TaskConfig, load_config
+from cdc_assets.core.headroom import Level
 from cdc_assets.core.positions import is_before
 from cdc_assets.defs.names import asset_key
 from cdc_assets.defs.resources import CdcTask
+from cdc_assets.engine.headroom import task_headroom
 from cdc_assets.engine.incremental import SyncReport, sync
 from cdc_assets.engine.log_start import snapshot_progress, unfinished_reason
 from cdc_assets.engine.membership import membership
@@ -47,6 +49,9 @@ def incremental_job(config: TaskConfig) -> dg.JobDefinition:
             raise dg.Failure(description=str(exc), allow_retries=False) from None
         for line in report.lines():
             context.log.info(line)
+        if report.slowest is not None:
+            context.log.warning(f"{report.slow_batches} batches over checkpoint_timeout_secs; slowest: "
+                                f"{report.slowest.advice()}")
         for table in config.source.table_ids:
             context.log_event(dg.AssetObservation(asset_key=asset_key(task_id, table),
                                                   metadata=_table_metadata(report, str(table))))
@@ -73,6 +78,10 @@ def _run_metadata(report: SyncReport) -> dict:
         "lag_log_bytes": dg.MetadataValue.int(-1 if report.lag_bytes is None else report.lag_bytes),
         "schema_version": dg.MetadataValue.int(report.schema_version),
         "seconds": dg.MetadataValue.float(round(report.seconds, 3)),
+        "slow_batches": dg.MetadataValue.int(report.slow_batches),
+        **({"slowest_batch": dg.MetadataValue.text(report.slowest.advice()),
+            "slowest_batch_target_seconds": dg.MetadataValue.float(round(report.slowest.target_secs, 3)),
+            "slowest_batch_rows": dg.MetadataValue.int(report.slowest.rows)} if report.slowest else {}),
     }
 
 
@@ -93,7 +102,13 @@ def incremental_sensor(config: TaskConfig, config_path: str, job: dg.JobDefiniti
             return dg.SkipReason(f"incremental run {active[0].dagster_run.run_id} is in progress")
         runtime = TaskRuntime(load_config(config_path))
         try:
-            return _decide(runtime)
+            headroom = task_headroom(runtime)
+            if headroom.level is Level.LOST:  # a run would only fail the same way: say the way out instead
+                return dg.SkipReason(f"not launching: {headroom}")
+            decision = _decide(runtime)
+            if isinstance(decision, dg.SkipReason):  # how long the task may stay idle before it loses its position
+                decision = dg.SkipReason(f"{decision.skip_message}; {headroom}")
+            return decision
         finally:
             runtime.close()
 

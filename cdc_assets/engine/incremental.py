@@ -22,6 +22,7 @@ from typing import Callable
 from cdc_assets.core.batches import Batch, compact, split_key_change
 from cdc_assets.core.events import Idle, RowChange, SchemaChange, SchemaChangeKind, Transaction, TransactionPart
 from cdc_assets.core.positions import Position, earliest, is_before
+from cdc_assets.core.slow_batch import SlowBatch, slow
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.faults import crash_point
 from cdc_assets.engine.log_start import resolve_start, snapshot_horizons, split_watermarks
@@ -60,6 +61,8 @@ class SyncReport:
     joined: list[str] = field(default_factory=list)  # tables that joined the log phase in this run
     removed: list[str] = field(default_factory=list)  # tables no longer applied (removed from source.tables)
     waiting: list[str] = field(default_factory=list)  # added tables whose snapshot is not finished
+    slow_batches: int = 0  # batches whose target apply exceeded pipeline.checkpoint_timeout_secs
+    slowest: SlowBatch | None = None
 
     def lines(self) -> list[str]:
         tables = ", ".join(f"{t}: {n}" for t, n in sorted(self.per_table.items())) or "none"
@@ -71,6 +74,8 @@ class SyncReport:
             *([f"joined the log phase: {', '.join(self.joined)}"] if self.joined else []),
             *([f"no longer applied (removed from source.tables): {', '.join(self.removed)}"] if self.removed else []),
             *([f"waiting for their snapshot: {'; '.join(self.waiting)}"] if self.waiting else []),
+            *([f"{self.slow_batches} batches over checkpoint_timeout_secs; slowest: {self.slowest.advice()}"]
+              if self.slowest else []),
             f"checkpoint: {self.checkpoint}; lag {_fmt(self.lag_seconds, 's')}, {_fmt(self.lag_bytes, ' bytes')} of log",
             f"{self.ended} after {self.seconds:.1f} s" + (f", {self.retries} reconnects" if self.retries else ""),
         ]
@@ -285,7 +290,9 @@ class _Session:
         if parts.held is not None:
             parts.held.extend(part.changes)
             return
+        began = time.monotonic()
         self._apply(parts.target.cursor, part.changes, parts.tally)
+        parts.tally.seconds += time.monotonic() - began
         crash_point("incremental.part_applied")
 
     def _finish_parts(self, tx: Transaction) -> None:
@@ -297,10 +304,11 @@ class _Session:
             self._flush(whole)
             return
         rest = self._filter(tx).changes
+        began, earlier = time.monotonic(), parts.tally.seconds
         self._checkpoint(parts.tally.events + len(rest), tx.end,
                          lambda cur: self._apply(cur, rest, parts.tally), parts.target)
         self._parts = None
-        self._applied(parts.tally, 1, tx.commit_time)
+        self._applied(parts.tally, 1, tx.commit_time, earlier + time.monotonic() - began)
 
     def _abandon_parts(self) -> None:
         """The stream ended inside a transaction in parts: none of it counts."""
@@ -312,9 +320,9 @@ class _Session:
         if not batch:
             return
         changes = [c for tx in batch.transactions for c in tx.changes]
-        tally = Tally()
+        tally, began = Tally(), time.monotonic()
         self._checkpoint(batch.events, batch.end, lambda cur: self._apply(cur, changes, tally))
-        self._applied(tally, len(batch.transactions), batch.commit_time)
+        self._applied(tally, len(batch.transactions), batch.commit_time, time.monotonic() - began)
 
     def _apply(self, cursor, changes: list[RowChange], tally: Tally) -> None:
         net = compact(changes, self.schemas)
@@ -326,8 +334,9 @@ class _Session:
         for c in changes:
             tally.per_table[str(c.table)] = tally.per_table.get(str(c.table), 0) + 1
 
-    def _applied(self, tally: Tally, transactions: int, commit_time: float | None) -> None:
+    def _applied(self, tally: Tally, transactions: int, commit_time: float | None, target_secs: float) -> None:
         report = self.report
+        self._timed(tally, transactions, target_secs)
         report.batches += 1
         report.transactions += transactions
         report.events += tally.events
@@ -338,6 +347,17 @@ class _Session:
             report.lag_seconds = max(0.0, time.time() - commit_time)
         if self.on_batch is not None:
             self.on_batch(report)
+
+    def _timed(self, tally: Tally, transactions: int, target_secs: float) -> None:
+        """Report a batch whose target apply outlasted pipeline.checkpoint_timeout_secs, with what to tune."""
+        found = slow(str(self.position), tally.events, tally.rows, transactions, target_secs,
+                     self.pipeline.checkpoint_timeout_secs, self.pipeline.checkpoint_after_events)
+        if found is None:
+            return
+        log.warning(found.advice())
+        self.report.slow_batches += 1
+        if self.report.slowest is None or found.target_secs > self.report.slowest.target_secs:
+            self.report.slowest = found
 
     def _advance(self, position: Position) -> None:
         # Not while a transaction in parts is open: its own checkpoint comes with its commit, later.

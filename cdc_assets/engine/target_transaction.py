@@ -36,6 +36,7 @@ class Tally:
     events: int = 0
     rows: int = 0
     per_table: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0  # applying parts in the target, before the commit
 
 
 @dataclass

@@ -67,7 +67,7 @@ def check(flavour: MysqlFlavour, variables: dict[str, str], replica: bool, serve
     if v.get("binlog_row_value_options", ""):
         problems.append(f"binlog_row_value_options is {v['binlog_row_value_options']} on {server}: JSON "
                         "updates are logged as partial diffs: set binlog_row_value_options=''")
-    retention, seconds = _retention(v)
+    retention, seconds = retention_of(v)
     warnings = ()
     if seconds is not None and seconds < SHORT_RETENTION_SECS:
         warnings = (f"binlog retention on {server} is {_span(seconds)}, under a day: a task stopped longer than "
@@ -75,7 +75,7 @@ def check(flavour: MysqlFlavour, variables: dict[str, str], replica: bool, serve
     return CaptureCheck(tuple(problems), f"binlog retention on {server}: {retention}", warnings)
 
 
-def _retention(v: dict[str, str]) -> tuple[str, int | None]:
+def retention_of(v: dict[str, str]) -> tuple[str, int | None]:
     """(text, seconds or None for no expiry). MySQL 8.0 uses binlog_expire_logs_seconds when non-zero, else
     expire_logs_days (removed in 8.4); MariaDB >= 10.6 keeps the two in step; 8.0.29's
     binlog_expire_logs_auto_purge=OFF turns expiry off whatever they say."""

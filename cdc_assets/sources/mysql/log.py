@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from cdc_assets.core.headroom import Headroom, Level
 from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect
-from cdc_assets.sources.mysql import stream_start
+from cdc_assets.sources.mysql import retention, stream_start
 from cdc_assets.sources.mysql.binlog import BinlogReader
 from cdc_assets.sources.mysql.stream import default_server_id
 from cdc_assets.sources.mysql.stream_start import FIRST_EVENT_OFFSET
@@ -51,6 +52,12 @@ class MysqlLog:
         names = sorted(sizes, key=lambda f: MysqlPosition(f, 0).sort_key())
         between = [f for f in names if a.sort_key() < MysqlPosition(f, 0).sort_key() < b.sort_key()]
         return max(0, sizes.get(a.file, a.pos) - a.pos) + sum(sizes[f] for f in between if f != b.file) + b.pos
+
+    def headroom(self, needed: MysqlPosition | None) -> Headroom:
+        """The binlog file `needed` lies in against the server's retention."""
+        if needed is None:
+            return Headroom(Level.OK, "no position recorded yet: the binlog is not needed yet")
+        return retention.headroom(self.url, needed)
 
     def _files(self) -> list[tuple[str, int]]:
         conn = connect(self.url, database="")

@@ -28,7 +28,7 @@ def find_position_at(url: DbUrl, timestamp: float, server_id: int | None = None)
     lo, hi = 0, len(files) - 1
     while lo < hi:  # the last file created before `since`
         mid = (lo + hi + 1) // 2
-        if _file_created(url, server_id, files[mid]) < since:
+        if file_created(url, server_id, files[mid]) < since:
             lo = mid
         else:
             hi = mid - 1
@@ -40,7 +40,7 @@ def find_position_at(url: DbUrl, timestamp: float, server_id: int | None = None)
         conn.close()
 
 
-def _file_created(url: DbUrl, server_id: int, file: str) -> int:
+def file_created(url: DbUrl, server_id: int, file: str) -> int:
     start = MysqlPosition(file, FIRST_EVENT_OFFSET)
     stream = open_stream(url, server_id, start, [FormatDescriptionEvent], ())
     try:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from cdc_assets.core.headroom import Headroom
 from cdc_assets.core.positions import PgPosition
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
@@ -10,6 +11,7 @@ from cdc_assets.dbapi.connect import connect
 from cdc_assets.errors import REPLAN_HINT, ConfigError, PositionLost
 from cdc_assets.sources.postgres.partitions import refuse_overlap
 from cdc_assets.sources.postgres.reader import PgLogReader
+from cdc_assets.sources.postgres import slot_headroom
 from cdc_assets.sources.postgres.slot import ensure_publication, ensure_slot, publication_name, slot_name, slot_state
 
 
@@ -51,3 +53,7 @@ class PostgresLog:
 
     def distance(self, a: PgPosition, b: PgPosition) -> int:
         return max(0, b.lsn - a.lsn)
+
+    def headroom(self, needed: PgPosition | None) -> Headroom:
+        """The slot's retained WAL against max_slot_wal_keep_size: the slot keeps what `needed` lies in."""
+        return slot_headroom.headroom(self.url, self.slot, needed)
