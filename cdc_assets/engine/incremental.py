@@ -30,6 +30,7 @@ from cdc_assets.engine.membership import membership, release_bound
 from cdc_assets.engine.planning import describe
 from cdc_assets.engine.prefetch import prefetch
 from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.engine.task_lock import checkpoint_writer
 from cdc_assets.engine.schema_changes import SchemaChangeHalted, added_columns
 from cdc_assets.engine.target_transaction import Parts, Tally, TargetTransaction
 from cdc_assets.errors import PositionLost, UnreachableError
@@ -89,6 +90,12 @@ def sync(rt: TaskRuntime, *, until_caught_up: bool = False, stop: threading.Even
          on_batch: Callable[[SyncReport], None] | None = None) -> SyncReport:
     """Apply the log to the target until `stop` is set or, with `until_caught_up`, until the log end seen at the
     start. An unreachable source or target is retried with backoff; a lost position is not."""
+    with checkpoint_writer(rt.config, "sync"):
+        return _sync(rt, until_caught_up, stop, on_batch)
+
+
+def _sync(rt: TaskRuntime, until_caught_up: bool, stop: threading.Event | None,
+          on_batch: Callable[[SyncReport], None] | None) -> SyncReport:
     stop = stop or threading.Event()
     pipeline = rt.config.pipeline
     report = SyncReport()

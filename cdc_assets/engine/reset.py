@@ -21,6 +21,7 @@ from typing import Literal
 from cdc_assets.core.positions import MysqlPosition, PgPosition, Position, is_before, position_from_json
 from cdc_assets.engine.faults import crash_point
 from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.engine.task_lock import checkpoint_writer
 from cdc_assets.engine.target_transaction import TargetTransaction
 from cdc_assets.errors import CdcError, ConfigError, PlanError, PositionLost
 from cdc_assets.resumer.records import CDC_RESET, PositionRecord, now_text
@@ -77,6 +78,11 @@ def parse_position(text: str, db_type: str) -> Position:
 
 def reset_checkpoint(rt: TaskRuntime, to: ResetTo, by: str, position: Position | None = None) -> ResetResult:
     """Move the checkpoint; see the module docstring. Raises PositionLost for a position the log no longer has."""
+    with checkpoint_writer(rt.config, "reset"):
+        return _reset(rt, to, by, position)
+
+
+def _reset(rt: TaskRuntime, to: ResetTo, by: str, position: Position | None) -> ResetResult:
     task_id, resumer = rt.config.task_id, rt.resumer
     checkpoint = resumer.checkpoint()
     if checkpoint is None:

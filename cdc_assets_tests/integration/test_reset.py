@@ -3,6 +3,7 @@ and a given position replay and converge, every reset leaves a record (who, when
 and position.log, and a position the log no longer has is refused with the way out."""
 import json
 import subprocess
+import time
 
 import dagster as dg
 import pytest
@@ -12,6 +13,7 @@ from cdc_assets.defs.build import build_definitions
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.reset import parse_position, reset_checkpoint
 from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.engine.task_lock import LOCK_FILE
 from cdc_assets.errors import ConfigError, PlanError, PositionLost
 from cdc_assets.resumer.records import CDC_RESET
 from cdc_assets_tests.support import cli_command, execute, fetch_rows, postgres_target, source_database, write_config
@@ -163,6 +165,28 @@ def test_a_position_the_binlog_no_longer_has_is_refused_with_the_way_out(task):
     assert "cannot read the position" in cli(path, "reset", "--to", "position", "0/16B3748", ok=False).stderr
     assert "needs position" in cli(path, "reset", "--to", "position", ok=False).stderr
     assert checkpoint(path) == before and resets(path) == []
+
+
+@pytest.mark.parametrize("task", [("postgres", 0)], indirect=True, ids=["postgres"])
+def test_a_running_sync_holds_the_checkpoint_so_a_reset_is_refused_until_it_stops(task):
+    """Without the task's lock the running sync would write its next checkpoint over the reset's."""
+    path, src, tgt, table, _ = task
+    following = subprocess.Popen(cli_command(path, "sync"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        lock = load_config(path).data_dir / f"reset_t.{LOCK_FILE}"
+        deadline = time.monotonic() + 120
+        while not (lock.exists() and lock.read_text().startswith("sync")):
+            assert following.poll() is None and time.monotonic() < deadline, following.stderr.read()[-2000:]
+            time.sleep(0.2)
+        execute(src, "INSERT INTO t VALUES (1, 1)")
+        refused = cli(path, "reset", "--to", "latest", ok=False)
+        assert f"reset_t: sync (pid {following.pid}) holds its checkpoint" in refused.stderr
+        assert resets(path) == []
+    finally:
+        following.terminate()
+        following.wait(60)
+    cli(path, "reset", "--to", "latest")
+    assert len(resets(path)) == 1
 
 
 @pytest.mark.parametrize("task", [("postgres", 0)], indirect=True, ids=["postgres"])
