@@ -14,15 +14,17 @@ from pyspark.sql import DataFrame, SparkSession
 from cdc_assets.core.boundary import CopyWrite, JdbcExport, JdbcWrite, RowExport, TaskExport, TaskWrite
 
 
-def stage(spark: SparkSession, export: RowExport, write: JdbcWrite | CopyWrite | TaskWrite, fetch_size: int) -> None:
-    """Read the group's rows as `export` says and write them as `write` says; `fetch_size`: rows per JDBC fetch."""
+def stage(spark: SparkSession, export: RowExport, write: JdbcWrite | CopyWrite | TaskWrite,
+          fetch_size: int) -> int | None:
+    """Read the group's rows as `export` says and write them as `write` says; `fetch_size`: rows per JDBC fetch.
+    The rows written, where the write counts them (COPY, the sink's own client); None through JDBC."""
     frame = read_export(spark, export, fetch_size)
     if isinstance(write, JdbcWrite):
         write_jdbc(frame, write)
-    elif isinstance(write, CopyWrite):
-        write_copy(frame, write)
-    else:
-        write_tasks(frame, write)
+        return None
+    if isinstance(write, CopyWrite):
+        return write_copy(frame, write)
+    return write_tasks(frame, write)
 
 
 def read_export(spark: SparkSession, export: RowExport, fetch_size: int) -> DataFrame:
@@ -45,7 +47,7 @@ def write_jdbc(frame: DataFrame, write: JdbcWrite) -> None:
     frame.write.jdbc(write.endpoint.url, write.table, mode="append", properties=props)
 
 
-def write_copy(frame: DataFrame, write: CopyWrite) -> None:
+def write_copy(frame: DataFrame, write: CopyWrite) -> int:
     """COPY text lines (the frame's first column) into a PostgreSQL staging table.
 
     Each partition arrives as Arrow batches in a Python worker, which streams them to `COPY ... FROM STDIN`
@@ -71,7 +73,8 @@ def write_copy(frame: DataFrame, write: CopyWrite) -> None:
             conn.close()
         yield pa.RecordBatch.from_pydict({"rows": [rows]})
 
-    frame.select(frame.columns[0]).mapInArrow(copy_partition, "rows long").groupBy().sum("rows").collect()
+    total = frame.select(frame.columns[0]).mapInArrow(copy_partition, "rows long").groupBy().sum("rows").collect()
+    return int(total[0][0] or 0)
 
 
 def write_tasks(frame: DataFrame, write: TaskWrite) -> int:

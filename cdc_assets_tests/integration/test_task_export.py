@@ -1,14 +1,18 @@
 """A `TaskExport` (a source read by its own client inside Spark tasks, as the MongoDB source reads) runs through
 `spark/staging.stage` into a real PostgreSQL staging table (COPY_TEXT lines, COPY) and a real MariaDB one (typed
-columns, Spark's JDBC writer), and the sinks' merge makes the rows visible exactly as the tasks yielded them."""
+columns, Spark's JDBC writer), and the sinks' merge makes the rows visible exactly as the tasks yielded them; a
+`TaskWrite` (a sink's own client) runs once per partition and its counts add up."""
 import datetime as dt
+import functools
 import json
 from decimal import Decimal
 
-from cdc_assets.core.boundary import SPLIT_COLUMN, RowExport, RowFormat, SplitRanges, TaskExport, Transport
+from cdc_assets.core.boundary import (SPLIT_COLUMN, RowExport, RowFormat, SplitRanges, TaskExport, TaskWrite,
+                                      Transport)
 from cdc_assets.core.splits import KeyRange
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
+from cdc_assets.dbapi.connect import postgres_args
 from cdc_assets.sinks.mysql import MysqlSink
 from cdc_assets.sinks.postgres import PostgresSink
 from cdc_assets.spark.staging import stage
@@ -121,3 +125,35 @@ def test_task_export_of_typed_columns_lands_in_mariadb(servers, spark, unique_na
     got = [tuple(normalise(v) for v in row[:-1]) + (None if row[-1] is None else json.loads(row[-1]),) for row in rows]
     want = [row[:3] + (None if row[3] is None else row[3].replace(tzinfo=None),) + row[4:] for row in EXPECTED]
     assert got == want
+
+
+def write_rows(connect_args: dict, table: str, rows) -> int:
+    """Runs in a Spark task: one partition's rows inserted by a client of the sink's own (a `TaskWrite`)."""
+    import psycopg2
+
+    rows = [tuple(row) for row in rows]
+    conn = psycopg2.connect(**connect_args)
+    try:
+        with conn, conn.cursor() as cur:
+            cur.executemany(f"INSERT INTO {table} VALUES (%s, %s, %s)", rows)
+    finally:
+        conn.close()
+    return len(rows)
+
+
+def read_names(task: int):
+    for row in ROWS[task]:
+        yield task, row[0], row[1]
+
+
+def test_task_write_runs_in_each_partition_and_counts_the_rows(servers, spark, pg_target):
+    name, conn = pg_target
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE written (split int, id bigint, name text)")
+    export = RowExport(RowFormat.COLUMNS, TaskExport(tuple(ROWS), read_names, "split int, id bigint, name string"),
+                       tuple(Transport(c, False) for c in COLUMNS[:2]))
+    write = TaskWrite(functools.partial(write_rows, postgres_args(DbUrl.parse(servers.postgres.url(name))), "written"))
+    assert stage(spark, export, write, fetch_size=100) == len(EXPECTED)
+    with conn.cursor() as cur:
+        cur.execute("SELECT split, id, name FROM written ORDER BY id")
+        assert cur.fetchall() == [(i, row[0], row[1]) for i, rows in ROWS.items() for row in rows]
