@@ -186,6 +186,18 @@ class Log(Protocol):
         """How close the log kept for `needed` (None: nothing needed yet) is to being released (core/headroom.py)."""
 
 
+class SplitLeases(Protocol):
+    """One run at a time snapshots a split: leases held from before a group's low watermark until its commit
+    settled, released when their holder dies (a SIGKILLed run never leaves a split leased)."""
+
+    def acquire(self, split_ids: list[str], timeout: float) -> None:
+        """Take every lease, waiting up to `timeout` seconds for each one another run holds (SplitBusy after)."""
+
+    def release(self, split_ids: list[str]) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class Sink(Protocol):
     """A target. Every write that makes rows visible goes through `transaction()`; the engine adds whatever must
     commit with it (backfill, finished markers, checkpoint) through the same `tx`."""
@@ -221,6 +233,9 @@ class Sink(Protocol):
                       replace: SplitRanges) -> list[tuple]: ...
 
     def drop_staging(self, staging: TableId) -> None: ...
+
+    def split_locks(self, task_id: str) -> SplitLeases:
+        """The split leases of this task, kept where both runs would write: in the target."""
 
     def apply_changes(self, tx: Any, schema: TableSchema, changes: TableChanges) -> None: ...
 

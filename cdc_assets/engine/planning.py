@@ -8,7 +8,6 @@ from cdc_assets.core.splits import SplitPlan
 from cdc_assets.core.watermarks import ORDERED_KINDS
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.columns import carried
-from cdc_assets.engine.plans import plan_table
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import REPLAN_HINT, PlanError
 
@@ -60,7 +59,7 @@ def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
             continue
         if planned_at is None:
             planned_at = rt.source.current_position().to_json()
-        plan = replace(plan_table(rt.source, schema, rt.config.snapshot.split_size), planned_at=planned_at)
+        plan = replace(rt.source.plan(schema, rt.config.snapshot.split_size), planned_at=planned_at)
         if rt.config.pipeline.exactly_once and plan.key_kind not in ORDERED_KINDS:
             raise PlanError(
                 f"exactly_once needs {schema.table} to split on an integer or decimal column; it splits on "

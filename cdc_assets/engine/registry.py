@@ -4,13 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from cdc_assets.core.boundary import Log
+from cdc_assets.core.boundary import Log, Sink, SnapshotSource
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.errors import ConfigError
-from cdc_assets.sinks.base import SqlSink
 from cdc_assets.sinks.mysql import MysqlSink
 from cdc_assets.sinks.postgres import PostgresSink
-from cdc_assets.sources.base import Source
 from cdc_assets.sources.mysql.log import MysqlLog
 from cdc_assets.sources.mysql.source import MysqlSource
 from cdc_assets.sources.postgres.log import PostgresLog
@@ -19,7 +17,7 @@ from cdc_assets.sources.postgres.source import PostgresSource
 
 @dataclass(frozen=True)
 class SourceEngine:
-    snapshot: Callable[[DbUrl], Source]
+    snapshot: Callable[[DbUrl], SnapshotSource]
     log: Callable[[DbUrl, str], Log]  # (url, task_id)
 
 
@@ -27,7 +25,8 @@ SOURCES: dict[str, SourceEngine] = {
     "mysql": SourceEngine(MysqlSource, MysqlLog),
     "postgres": SourceEngine(PostgresSource, PostgresLog),
 }
-SINKS: dict[str, Callable[[DbUrl, str], SqlSink]] = {  # (url, the source's db_type)
+# (url, the source's db_type, write_batch_size=rows per staging write batch where the sink batches)
+SINKS: dict[str, Callable[..., Sink]] = {
     "mysql": MysqlSink,
     "postgres": PostgresSink,
 }
@@ -39,7 +38,7 @@ def source_engine(db_type: str) -> SourceEngine:
     return SOURCES[db_type]
 
 
-def sink_factory(db_type: str) -> Callable[[DbUrl, str], SqlSink]:
+def sink_factory(db_type: str) -> Callable[..., Sink]:
     if db_type not in SINKS:
         raise ConfigError(f"no target for db_type {db_type!r}", f"use one of {sorted(SINKS)}")
     return SINKS[db_type]

@@ -6,7 +6,7 @@ from functools import cached_property
 from typing import Callable
 
 from cdc_assets.config import DbResumer, LogResumer, SqliteResumer, TargetResumer, TaskConfig
-from cdc_assets.core.boundary import Log
+from cdc_assets.core.boundary import Log, Sink, SnapshotSource
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.engine.plans import PlanStore
 from cdc_assets.engine.registry import sink_factory, source_engine
@@ -14,8 +14,6 @@ from cdc_assets.resumer.logfile import PositionLog
 from cdc_assets.resumer.resumer import Resumer
 from cdc_assets.resumer.sql import SqlPositionStore
 from cdc_assets.resumer.sqlite import SqlitePositionStore
-from cdc_assets.sinks.base import SqlSink
-from cdc_assets.sources.base import Source
 
 
 @dataclass
@@ -37,7 +35,7 @@ class TaskRuntime:
         self._owns_spark = False
 
     @cached_property
-    def source(self) -> Source:
+    def source(self) -> SnapshotSource:
         url = self.config.source.db_url
         return source_engine(url.db_type).snapshot(url)
 
@@ -47,9 +45,10 @@ class TaskRuntime:
         return source_engine(url.db_type).log(url, self.config.task_id)
 
     @cached_property
-    def sink(self) -> SqlSink:
+    def sink(self) -> Sink:
         url = self.config.target.db_url
-        return sink_factory(url.db_type)(url, self.config.source.db_type)
+        return sink_factory(url.db_type)(url, self.config.source.db_type,
+                                         write_batch_size=self.config.snapshot.write_batch_size)
 
     @cached_property
     def resumer(self) -> Resumer:
@@ -69,11 +68,11 @@ class TaskRuntime:
     @property
     def spark(self):
         if self._spark is None:
-            from cdc_assets.spark.session import build_session, warm_up  # Spark starts in seconds: only when reading
+            from cdc_assets.spark.session import build_session, warm_up_source  # Spark starts in seconds: only when reading
 
             self._spark, self._owns_spark = build_session(self.config.spark, app_name=f"cdc_assets:{self.config.task_id}")
             if self._owns_spark:
-                warm_up(self._spark, self.source.jdbc())
+                warm_up_source(self._spark, self.source)
         return self._spark
 
     def adopt_spark(self, session, started: bool = False) -> None:
@@ -81,9 +80,9 @@ class TaskRuntime:
         new, so its first-job costs are paid here, before the first split's read."""
         self._spark, self._owns_spark = session, False
         if started:
-            from cdc_assets.spark.session import warm_up
+            from cdc_assets.spark.session import warm_up_source
 
-            warm_up(session, self.source.jdbc())
+            warm_up_source(session, self.source)
 
     def close(self) -> None:
         self.reconnect()

@@ -11,22 +11,19 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from cdc_assets.core.batches import TableChanges
-from cdc_assets.core.keys import order_agrees, range_predicate
+from cdc_assets.core.boundary import RowExport, SplitLeases, SplitRanges
 from cdc_assets.core.positions import position_from_json
 from cdc_assets.core.splits import Split, SplitPlan
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.backfill import backfill
 from cdc_assets.engine.planning import describe
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.errors import CdcError, NulInText, PlanError
+from cdc_assets.errors import CdcError, PlanError
 from cdc_assets.resumer.records import now_text
 from cdc_assets.resumer.resumer import SplitWatermarks
 from cdc_assets.engine.faults import crash_point
-from cdc_assets.sinks.base import SPLIT_COLUMN, SplitRanges, Transport
-from cdc_assets.sources.base import present_keys
-from cdc_assets.sinks.split_locks import SplitLocks
 from cdc_assets.spark.errors import root_cause
-from cdc_assets.spark.staging import copy_lines, read_splits, write_staging
+from cdc_assets.spark.staging import stage
 
 ERRORS_LOG = "errors.log"  # beside position.log: the full traces behind one-line split failures
 
@@ -60,6 +57,7 @@ class _StagedGroup:
 
     splits: list[Split]
     staging: TableId
+    export: RowExport
     marks: list[SplitWatermarks]
     reads: dict[str, int]
     started: float
@@ -71,13 +69,12 @@ def _pipeline(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: lis
 
     The commit is one PostgreSQL/MySQL backend working alone: overlapping it with the next read keeps both
     cores busy. Each group has its own watermarks; finished markers follow each group's commit. A group's
-    splits are leased (SplitLocks) from before its low watermark until its commit settled."""
-    transports = _transports(rt, schema)
+    splits are leased (the sink's split locks) from before its low watermark until its commit settled."""
     width = max(1, rt.spark.sparkContext.defaultParallelism)
     groups = [splits[i:i + width] for i in range(0, len(splits), width)]
     results: list[SplitResult] = []
     pending: list[tuple[_StagedGroup, Future]] = []
-    locks = SplitLocks(rt.sink.url, rt.config.task_id)
+    locks = rt.sink.split_locks(rt.config.task_id)
     try:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdc-commit") as committer:
             try:
@@ -85,8 +82,8 @@ def _pipeline(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: lis
                     group = _lease(rt, locks, group, results)
                     if not group:
                         continue
-                    staged = _read_group(rt, plan, schema, transports, group)
-                    pending.append((staged, committer.submit(_commit_group, rt, plan, schema, transports, staged)))
+                    staged = _read_group(rt, plan, schema, group)
+                    pending.append((staged, committer.submit(_commit_group, rt, plan, schema, staged)))
                     results += _settle(rt, pending, locks, wait=False)
             finally:
                 results += _settle(rt, pending, locks, wait=True)
@@ -95,7 +92,7 @@ def _pipeline(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: lis
     return results
 
 
-def _lease(rt: TaskRuntime, locks: SplitLocks, group: list[Split], results: list[SplitResult]) -> list[Split]:
+def _lease(rt: TaskRuntime, locks: SplitLeases, group: list[Split], results: list[SplitResult]) -> list[Split]:
     """Lease the group's splits; those another run finished while this one waited are reported as skipped."""
     locks.acquire([s.id for s in group], rt.config.snapshot.split_lock_timeout_secs)
     finished = rt.resumer.finished([s.id for s in group])
@@ -105,41 +102,27 @@ def _lease(rt: TaskRuntime, locks: SplitLocks, group: list[Split], results: list
     return [s for s in group if s.id not in finished]
 
 
-def _read_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transports: list[Transport],
-                splits: list[Split]) -> _StagedGroup:
+def _read_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: list[Split]) -> _StagedGroup:
     started = time.monotonic()
     source, sink, resumer = rt.source, rt.sink, rt.resumer
+    export = source.export(plan, schema, splits, sink.target_format())
     staging = sink.staging_table(schema.table, splits[0].index)
-    sink.create_staging(staging, transports, schema.primary_key)
+    sink.create_staging(staging, export, schema.primary_key)
     ids = [s.id for s in splits]
     low = source.current_position()
     reads = resumer.record_low([SplitWatermarks(s, plan.plan_id, low) for s in splits])
     _call(rt.hooks.after_low, ids)
-    query, predicates = _batch_query(rt, plan, schema, splits)
     try:
-        frame = read_splits(rt.spark, source.jdbc(), query, predicates, rt.config.snapshot.fetch_size)
-        if _copy_lines(rt):
-            copy_lines(frame, sink.url, sink.table_sql(staging))
-        else:
-            write_staging(frame, sink.jdbc(), sink.table_sql(staging), rt.config.snapshot.write_batch_size)
+        stage(rt.spark, export, sink.staging_write(staging, export), rt.config.snapshot.fetch_size)
     except Exception as exc:  # a worker's or a driver's error, wrapped by Spark
         raise _failed(rt, splits, [SplitWatermarks(s, plan.plan_id, low) for s in splits], reads, exc,
-                      detail=_nul_in_text(rt, schema, predicates, exc)) from None
+                      detail=source.explain_failure(schema, export, exc)) from None
     _call(rt.hooks.after_write, ids)
     high = source.current_position()
     marks = [SplitWatermarks(s, plan.plan_id, low, high) for s in splits]
     resumer.record_high(marks, reads)
     _call(rt.hooks.after_high, ids)
-    return _StagedGroup(splits, staging, marks, reads, started)
-
-
-def _nul_in_text(rt: TaskRuntime, schema: TableSchema, predicates: list[str], exc: Exception) -> NulInText | None:
-    """PostgreSQL's COPY refuses a MySQL text holding NUL with an encoding error naming neither row nor column:
-    the source finds them."""
-    if rt.source.dialect != "mysql" or rt.sink.dialect != "postgres" or "0x00" not in str(exc):
-        return None
-    found = rt.source.text_with_nul(schema, predicates)
-    return NulInText(schema.table, *found) if found else None
+    return _StagedGroup(splits, staging, export, marks, reads, started)
 
 
 class SplitFailed(CdcError):
@@ -169,8 +152,7 @@ class _Committed:
     staged_bytes: int
 
 
-def _commit_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transports: list[Transport],
-                  staged: _StagedGroup) -> _Committed:
+def _commit_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, staged: _StagedGroup) -> _Committed:
     """Runs on the commit thread: touches only the sink's commit connection and pure resumer methods.
 
     One target transaction: the staged rows replace the splits' ranges, rows the source deleted go, the
@@ -179,12 +161,12 @@ def _commit_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transpo
     sink = rt.sink
     by_index = {s.index: s.id for s in staged.splits}
     replace = SplitRanges(plan.key_kind, tuple(s.range for s in staged.splits),
-                          order_agrees(plan.key_kind, rt.config.source.db_type, rt.config.target.db_type))
+                          sink.check_key_order(plan.key_kind, rt.source.db_type))
     staged_bytes = sink.staged_bytes(staged.staging)
     with sink.transaction() as tx:
-        counts = sink.merge_staged(tx, schema, staged.staging, transports, replace)
+        counts = sink.merge_staged(tx, schema, staged.staging, staged.export, replace)
         if not replace.by_range:
-            _remove_deleted(rt, tx, schema, transports, staged, replace)
+            _remove_deleted(rt, tx, schema, staged, replace)
         if rt.config.pipeline.exactly_once:
             mark = staged.marks[0]
             backfill(rt, tx, schema, plan, staged.splits, mark.low, mark.high)
@@ -195,20 +177,19 @@ def _commit_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transpo
     return _Committed(counts, staged_bytes)
 
 
-def _remove_deleted(rt: TaskRuntime, cursor, schema: TableSchema, transports: list[Transport], staged: _StagedGroup,
-                    replace: SplitRanges) -> None:
+def _remove_deleted(rt: TaskRuntime, cursor, schema: TableSchema, staged: _StagedGroup, replace: SplitRanges) -> None:
     """Where the target cannot judge the splits' ranges (text keys): of the keys it holds in them by its own order
     but the group did not stage, delete those the source no longer has. A key the source still has belongs to
     another split, which replaces it; one re-inserted after this read comes back through the log."""
-    candidates = rt.sink.unstaged_keys(cursor, schema, staged.staging, transports, replace)
+    candidates = rt.sink.unstaged_keys(cursor, schema, staged.staging, staged.export, replace)
     if not candidates:
         return
-    gone = set(candidates) - present_keys(rt.config.source.db_url, schema, candidates)
+    gone = set(candidates) - rt.source.present_keys(schema, candidates)
     if gone:
         rt.sink.apply_changes(cursor, schema, TableChanges(schema.table, deletes=gone))
 
 
-def _settle(rt: TaskRuntime, pending: list, locks: SplitLocks, wait: bool) -> list[SplitResult]:
+def _settle(rt: TaskRuntime, pending: list, locks: SplitLeases, wait: bool) -> list[SplitResult]:
     """Record finished markers of committed groups (on this thread, which owns the position store), then give
     their leases back."""
     results = []
@@ -230,35 +211,6 @@ def _settle(rt: TaskRuntime, pending: list, locks: SplitLocks, wait: bool) -> li
             rows = result.rows_by_split.get(s.index, 0)
             results.append(SplitResult(s.id, rows, result.staged_bytes * rows // total, str(low), str(high), seconds))
     return results
-
-
-def _batch_query(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: list[Split]) -> tuple[str, list[str]]:
-    """One query for the batch, tagging each row with its split index, and one range predicate per split.
-
-    The source evaluates both, so its collation decides which split a key belongs to."""
-    source = rt.source
-    key = source.quote(plan.split_column)
-    predicates = [range_predicate(key, s.range, plan.key_kind, source.dialect) for s in splits]
-    tag = "CASE " + " ".join(f"WHEN {p} THEN {s.index}" for s, p in zip(splits, predicates)) + " END"
-    if _copy_lines(rt):
-        # The split column stays selected: Spark's predicates filter on it outside the subquery.
-        declared = lambda c: rt.sink.column_type(c, c.name in schema.primary_key)  # noqa: E731
-        selected = f"{source.copy_line(list(schema.columns), tag, declared)} AS line, {key}"
-    else:
-        exprs = ", ".join(f"{source.select_expr(c, rt.sink.dialect)[0]} AS {source.quote(c.name)}" for c in schema.columns)
-        selected = f"{tag} AS {SPLIT_COLUMN}, {exprs}"
-    return f"SELECT {selected} FROM {source.table_sql(schema.table)}", predicates
-
-
-def _copy_lines(rt: TaskRuntime) -> bool:
-    return rt.sink.dialect == "postgres"
-
-
-def _transports(rt: TaskRuntime, schema: TableSchema) -> list[Transport]:
-    """COPY lines land in staging columns of the target's own types; typed JDBC reads carry some kinds as text."""
-    if _copy_lines(rt):
-        return [Transport(c, as_text=False) for c in schema.columns]
-    return [Transport(c, rt.source.select_expr(c, rt.sink.dialect)[1]) for c in schema.columns]
 
 
 def _skipped(record) -> SplitResult:

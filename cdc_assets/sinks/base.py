@@ -9,26 +9,17 @@ from dataclasses import dataclass
 from typing import Callable, ContextManager
 
 from cdc_assets.core.batches import MoveIncomplete, TableChanges
+from cdc_assets.core.boundary import SPLIT_COLUMN, RowExport, SplitRanges, TargetFormat, Transport
 from cdc_assets.core.jdbc import JdbcEndpoint
-from cdc_assets.core.keys import range_predicate
+from cdc_assets.core.keys import order_agrees, range_predicate
 from cdc_assets.core.positions import is_before
-from cdc_assets.core.splits import KeyRange
 from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, qualified, quote_ident
 from cdc_assets.dbapi.jdbc import jdbc_for
 from cdc_assets.dbapi.transaction import transaction
 from cdc_assets.errors import REPLAN_HINT, TableError
-
-SPLIT_COLUMN = "_cdc_split"
-
-
-@dataclass(frozen=True)
-class Transport:
-    """How one column travels from source to target: native through Spark, or as text parsed by the target."""
-
-    column: Column
-    as_text: bool
+from cdc_assets.sinks.split_locks import SplitLocks
 
 
 @dataclass(frozen=True)
@@ -38,16 +29,6 @@ class Moves:
 
     copies: dict[tuple, tuple]  # new key -> the old key's row, all columns in schema order, as `target_row` read it
     updates: dict[tuple, dict]  # new key -> the columns the log carried
-
-
-@dataclass(frozen=True)
-class SplitRanges:
-    """What a group's commit replaces: the key ranges of its splits on the split column. `by_range`: the target
-    orders this key kind exactly as the source does, so it can judge the ranges itself."""
-
-    kind: str
-    ranges: tuple[KeyRange, ...]
-    by_range: bool
 
 
 def _superseded(move, replaying_until) -> bool:
@@ -63,16 +44,22 @@ def staging_table(table: TableId, first_split: int) -> TableId:
 
 
 class SqlSink:
-    dialect: str
+    """A `Sink` over SQL (MySQL, PostgreSQL); each engine fills in the hooks below."""
+
+    db_type: str
     text_type: str
 
-    def __init__(self, url: DbUrl, source_dialect: str) -> None:
+    def __init__(self, url: DbUrl, source_db_type: str, write_batch_size: int = 50_000) -> None:
         self.url = url
-        self.source_dialect = source_dialect
+        self.source_db_type = source_db_type  # its native declarations are kept only engine to same engine
+        self.write_batch_size = write_batch_size  # rows per JDBC batch of a staging write
         self.conn = connect(url, autocommit=True)
         self._commit_conn = None  # see _committer
 
-    # -- hooks the dialects fill in
+    # -- hooks the engines fill in
+    def target_format(self) -> TargetFormat:
+        raise NotImplementedError
+
     def column_type(self, column: Column, in_key: bool) -> str:
         raise NotImplementedError
 
@@ -133,11 +120,17 @@ class SqlSink:
         return f"ALTER TABLE {self.table_sql(table)} ADD COLUMN {self.q(column.name)} {self.column_type(column, False)}"
 
     # -- shared behaviour
+    def check_key_order(self, kind: str, source_db_type: str) -> bool:
+        return order_agrees(kind, source_db_type, self.db_type)
+
+    def split_locks(self, task_id: str) -> SplitLocks:
+        return SplitLocks(self.url, task_id)
+
     def q(self, name: str) -> str:
-        return quote_ident(self.dialect, name)
+        return quote_ident(self.db_type, name)
 
     def table_sql(self, table: TableId) -> str:
-        return qualified(self.dialect, table.namespace, table.name)
+        return qualified(self.db_type, table.namespace, table.name)
 
     def jdbc(self) -> JdbcEndpoint:
         return jdbc_for(self.url, write=True)
@@ -166,20 +159,20 @@ class SqlSink:
     def staging_table(self, table: TableId, first_split: int) -> TableId:
         return staging_table(table, first_split)
 
-    def staging_columns(self, transports: list[Transport], key: tuple[str, ...]) -> list[str]:
+    def staging_columns(self, transports: tuple[Transport, ...], key: tuple[str, ...]) -> list[str]:
         # Key columns are declared as in the target table, so the delete-join compares keys by the target's rules.
         return [f"{self.q(t.column.name)} "
                 f"{self.text_type if t.as_text else self.column_type(t.column, t.column.name in key)}"
                 for t in transports]
 
-    def create_staging(self, staging: TableId, transports: list[Transport], key: tuple[str, ...]) -> None:
-        cols = [f"{self.q(SPLIT_COLUMN)} INTEGER NOT NULL"] + self.staging_columns(transports, key)
+    def create_staging(self, staging: TableId, export: RowExport, key: tuple[str, ...]) -> None:
+        cols = [f"{self.q(SPLIT_COLUMN)} INTEGER NOT NULL"] + self.staging_columns(export.transports, key)
         with self.conn.cursor() as cur:
             cur.execute(self.create_namespace_sql(staging.namespace))
             cur.execute(f"DROP TABLE IF EXISTS {self.table_sql(staging)}")
             cur.execute(f"{self.staging_prefix()} {self.table_sql(staging)} ({', '.join(cols)})")
 
-    def _key_match(self, schema: TableSchema, transports: list[Transport]) -> Callable[[str, str], str]:
+    def _key_match(self, schema: TableSchema, transports: tuple[Transport, ...]) -> Callable[[str, str], str]:
         """`match(target_ref, staging_ref)` renders the key equality between the target and a staging table."""
         by_name = {t.column.name: t for t in transports}
         return lambda t_ref, s_ref: " AND ".join(
@@ -187,14 +180,14 @@ class SqlSink:
 
     def range_sql(self, schema: TableSchema, replace: SplitRanges, ref: str | None = None) -> str:
         column = self.q(schema.split_column.name) if ref is None else f"{ref}.{self.q(schema.split_column.name)}"
-        return " OR ".join(f"({range_predicate(column, r, replace.kind, self.dialect)})" for r in replace.ranges)
+        return " OR ".join(f"({range_predicate(column, r, replace.kind, self.db_type)})" for r in replace.ranges)
 
     def staged_bytes(self, staging: TableId) -> int:
         """The staging table's size on disk, read on the commit connection before its transaction."""
         with self._committer().cursor() as cur:
             return self.relation_bytes(cur, self.table_sql(staging), staging)
 
-    def merge_staged(self, cursor, schema: TableSchema, staging: TableId, transports: list[Transport],
+    def merge_staged(self, cursor, schema: TableSchema, staging: TableId, export: RowExport,
                      replace: SplitRanges) -> dict[int, int]:
         """Replace the splits' key ranges in the target with the staged rows, through `cursor` (inside the
         caller's `transaction()`); the staged rows per split index.
@@ -204,7 +197,7 @@ class SqlSink:
         the staged keys are replaced here, and the caller removes the rows the source no longer has
         (`unstaged_keys`). Against an empty target (a first snapshot) delete + plain insert is twice as fast as
         ON CONFLICT DO UPDATE."""
-        stage_sql, target_sql = self.table_sql(staging), self.table_sql(schema.table)
+        stage_sql, target_sql, transports = self.table_sql(staging), self.table_sql(schema.table), export.transports
         names = ", ".join(self.q(t.column.name) for t in transports)
         loads = ", ".join(self.load_expr(t, f"s.{self.q(t.column.name)}") for t in transports)
         cursor.execute(f"SELECT {self.q(SPLIT_COLUMN)}, COUNT(*) FROM {stage_sql} GROUP BY {self.q(SPLIT_COLUMN)}")
@@ -222,12 +215,12 @@ class SqlSink:
         with self._committer().cursor() as cur:
             cur.execute(f"DROP TABLE IF EXISTS {self.table_sql(staging)}")
 
-    def unstaged_keys(self, cursor, schema: TableSchema, staging: TableId, transports: list[Transport],
+    def unstaged_keys(self, cursor, schema: TableSchema, staging: TableId, export: RowExport,
                       replace: SplitRanges) -> list[tuple]:
         """Keys the target holds in the splits' ranges, by the target's own order, that the group did not stage:
         rows the source deleted since an earlier read, or rows of other splits when the two orders differ."""
         keys = ", ".join(f"t.{self.q(k)}" for k in schema.primary_key)
-        match = self._key_match(schema, transports)
+        match = self._key_match(schema, export.transports)
         cursor.execute(f"SELECT {keys} FROM {self.table_sql(schema.table)} t WHERE ({self.range_sql(schema, replace, 't')}) "
                        f"AND NOT EXISTS (SELECT 1 FROM {self.table_sql(staging)} s WHERE {match('t', 's')})")
         return [tuple(row) for row in cursor.fetchall()]

@@ -9,11 +9,12 @@ from decimal import Decimal
 from typing import Any, Callable
 
 from cdc_assets.core.batches import TableChanges
+from cdc_assets.core.boundary import JdbcWrite, RowExport, RowFormat, TargetFormat, Transport
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.mysql_flavour import MysqlFlavour, detect
 from cdc_assets.errors import TableError
-from cdc_assets.sinks.base import Moves, SqlSink, Transport
+from cdc_assets.sinks.base import Moves, SqlSink
 
 DELETE_CHUNK = 1000  # keys per DELETE ... IN (...)
 STAGING_ROW = "_cdc_row"
@@ -28,15 +29,22 @@ _TRAILING_ZEROS = re.compile(r"(\.\d*?)0+(?=\D|$)")  # of a fraction of a second
 
 
 class MysqlSink(SqlSink):
-    dialect = "mysql"
+    db_type = "mysql"
     text_type = "LONGTEXT"
 
-    def __init__(self, url: DbUrl, source_dialect: str) -> None:
-        super().__init__(url, source_dialect)
+    def __init__(self, url: DbUrl, source_db_type: str, write_batch_size: int = 50_000) -> None:
+        super().__init__(url, source_db_type, write_batch_size)
         self.flavour: MysqlFlavour = detect(self.conn)  # before the commit thread shares the sink
 
+    def target_format(self) -> TargetFormat:
+        """Typed columns: Spark's JDBC writer batches them into multi-row inserts (rewriteBatchedStatements)."""
+        return TargetFormat(self.db_type, RowFormat.COLUMNS, self.column_type)
+
+    def staging_write(self, staging: TableId, export: RowExport) -> JdbcWrite:
+        return JdbcWrite(self.jdbc(), self.table_sql(staging), self.write_batch_size)
+
     def column_type(self, column: Column, in_key: bool) -> str:
-        if self.source_dialect == "mysql":
+        if self.source_db_type == "mysql":
             # MariaDB reports JSON as longtext; declaring json restores its validity check.
             declared = "json" if column.kind == Kind.JSON else column.native
         else:
@@ -56,7 +64,7 @@ class MysqlSink(SqlSink):
         """Binary and NO PAD: MySQL 8's utf8mb4_0900_bin, MariaDB's utf8mb4_nopad_bin (utf8mb4_bin pads)."""
         return self.flavour.nopad_binary_collation
 
-    def staging_columns(self, transports: list[Transport], key: tuple[str, ...]) -> list[str]:
+    def staging_columns(self, transports: tuple[Transport, ...], key: tuple[str, ...]) -> list[str]:
         """A primary key of its own, so that sql_require_primary_key (MySQL) and innodb_force_primary_key
         (MariaDB) accept the table and sql_generate_invisible_primary_key adds none; Spark's insert names its
         columns, so the row id fills itself. Text-carried key columns compare in the key's collation: against a

@@ -7,9 +7,11 @@ from typing import Any, Callable
 from psycopg2.extras import execute_values
 
 from cdc_assets.core.batches import TableChanges
+from cdc_assets.core.boundary import CopyWrite, RowExport, RowFormat, TargetFormat, Transport
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
+from cdc_assets.dbapi.connect import postgres_args
 from cdc_assets.errors import NulInText, TableError
-from cdc_assets.sinks.base import Moves, SqlSink, Transport
+from cdc_assets.sinks.base import Moves, SqlSink
 
 PAGE_ROWS = 5000  # rows per statement
 PAGE_BYTES = 64 << 20  # rough text size per statement: far below PostgreSQL's 1 GB limit on one message
@@ -25,11 +27,20 @@ _FROM_MYSQL = {
 
 
 class PostgresSink(SqlSink):
-    dialect = "postgres"
+    db_type = "postgres"
     text_type = "text"
 
+    def target_format(self) -> TargetFormat:
+        """COPY text lines: Spark carries one string column, which COPY parses into the staging table's types."""
+        return TargetFormat(self.db_type, RowFormat.COPY_TEXT, self.column_type)
+
+    def staging_write(self, staging: TableId, export: RowExport) -> CopyWrite:
+        if export.format != RowFormat.COPY_TEXT:
+            raise ValueError(f"a PostgreSQL staging table takes COPY_TEXT rows, not {export.format.value}")
+        return CopyWrite(postgres_args(self.url), f"COPY {self.table_sql(staging)} FROM STDIN")
+
     def column_type(self, column: Column, in_key: bool) -> str:
-        if self.source_dialect == "postgres":
+        if self.source_db_type == "postgres":
             # Same engine: the declaration itself, except user-defined enums, which may not exist here.
             return "text" if column.kind == Kind.ENUM else column.native
         if column.kind == Kind.GEOMETRY and self.has_postgis:
@@ -48,7 +59,7 @@ class PostgresSink(SqlSink):
 
     def _check_types(self, schema: TableSchema) -> None:
         """Same engine, same declarations: a type from an extension (hstore) must exist on the target too."""
-        if self.source_dialect != "postgres":
+        if self.source_db_type != "postgres":
             return
         declared = {c.name: self.column_type(c, False) for c in schema.columns}
         with self.conn.cursor() as cur:
@@ -84,7 +95,7 @@ class PostgresSink(SqlSink):
             return (", ".join(self.q(n) for n in names),
                     "(" + ", ".join(f"CAST(%s AS {types[n]})" for n in names) + ")")
 
-        if self.source_dialect == "mysql":
+        if self.source_db_type == "mysql":
             _refuse_nul(schema, changes)
         param = _log_values(schema, types)
         match = " AND ".join(f"t.{self.q(k)} = v.{self.q(k)}" for k in key)

@@ -1,62 +1,91 @@
-"""What every relational source offers the planner and the snapshot, whatever its log protocol."""
+"""What every relational source offers the planner and the snapshot, whatever its log protocol: the split plan
+from key probes, the export of a group of splits as one JDBC query, and the exact lookup of keys."""
 from __future__ import annotations
 
+import math
 import uuid
-from dataclasses import dataclass
-from typing import Callable, Protocol
+from datetime import datetime, timezone
 
+from cdc_assets.core.boundary import (SPLIT_COLUMN, JdbcExport, KeyStats, RowExport, RowFormat, TargetFormat,
+                                      Transport)
 from cdc_assets.core.jdbc import JdbcEndpoint
-from cdc_assets.core.keys import key_kind, to_key_value, to_param
-from cdc_assets.core.positions import Position
-from cdc_assets.core.splits import KeyValue
-from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
+from cdc_assets.core.keys import key_kind, range_predicate, to_key_value, to_param
+from cdc_assets.core.splits import KeyValue, Split, SplitPlan
+from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, qualified, quote_ident
-from cdc_assets.errors import TableError
+from cdc_assets.errors import CdcError, TableError
+
+EVEN_FACTOR = (0.05, 1000.0)
+PRESENT_CHUNK = 1000  # keys per lookup in present_keys
 
 
-@dataclass(frozen=True)
-class KeyStats:
-    min: KeyValue | None
-    max: KeyValue | None
-    rows: int  # estimate from statistics, exact when statistics are missing
+class SqlSource:
+    """A `SnapshotSource` over SQL (MySQL, PostgreSQL). The engines fill in `db_type`, `url`, `conn`,
+    `key_stats`, `jdbc`, `select_expr` and `copy_line`; the rest is shared SQL both accept."""
 
+    db_type: str
+    url: DbUrl
 
-class Source(Protocol):
-    dialect: str
+    # -- what each engine fills in
+    def key_stats(self, schema: TableSchema, kind: str) -> KeyStats:
+        raise NotImplementedError
 
-    def check_capture(self) -> list[str]:
-        """Raise SourceSetupError when the server cannot be captured (binlog off, wal_level, ...); return notes
-        for the plan output (log retention, warnings)."""
+    def jdbc(self) -> JdbcEndpoint:
+        raise NotImplementedError
 
-    def describe(self, table: TableId, split_column: str | None = None) -> TableSchema: ...
+    def select_expr(self, column: Column, target_db_type: str) -> tuple[str, bool]:
+        """SQL for one column in a typed snapshot read (COLUMNS rows), and whether it travels as text."""
+        raise NotImplementedError
 
-    def current_position(self) -> Position: ...
+    def copy_line(self, columns: list[Column], tag_sql: str, declared) -> str:
+        """SQL rendering a row as one PostgreSQL COPY text line, `tag_sql` as its first field; `declared(column)`:
+        its type on the target."""
+        raise NotImplementedError
 
-    def key_stats(self, schema: TableSchema, kind: str) -> KeyStats: ...
+    def exact_key(self, column: Column) -> bool:
+        """Whether `present_keys` must compare this key column byte for byte (its collation would not)."""
+        return False
 
-    def key_at_offset(self, schema: TableSchema, kind: str, start: KeyValue | None, offset: int) -> KeyValue | None: ...
+    def quote(self, name: str) -> str:
+        return quote_ident(self.db_type, name)
 
-    def next_key_after(self, schema: TableSchema, kind: str, value: KeyValue) -> KeyValue | None: ...
+    def table_sql(self, table: TableId) -> str:
+        return qualified(self.db_type, table.namespace, table.name)
 
-    def jdbc(self) -> JdbcEndpoint: ...
+    # -- planning
+    def plan(self, schema: TableSchema, split_size: int) -> SplitPlan:
+        """Integer keys split evenly when their distribution allows it ((max-min+1)/rows within [0.05, 1000], the
+        rule Flink CDC and ape-dts use); every other key is cut by next-boundary queries, which read the key
+        index only."""
+        kind = key_kind(schema.split_column)
+        stats = self.key_stats(schema, kind)
+        if stats.min is None:
+            boundaries: list[KeyValue] = []
+        elif kind == "int" and EVEN_FACTOR[0] <= (stats.max - stats.min + 1) / max(stats.rows, 1) <= EVEN_FACTOR[1]:
+            step = max(1, math.ceil(split_size * (stats.max - stats.min + 1) / max(stats.rows, 1)))
+            boundaries = list(range(stats.min + step, stats.max + 1, step))
+        else:
+            boundaries = self._probe_boundaries(schema, kind, split_size, stats.min)
+        return SplitPlan(
+            table=schema.table, split_column=schema.split_column.name, key_kind=kind, boundaries=tuple(boundaries),
+            estimated_rows=_estimates(stats.rows, len(boundaries) + 1, split_size),
+            created_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f"),
+        )
 
-    def select_expr(self, column: Column, target_dialect: str) -> tuple[str, bool]:
-        """SQL for one column in a typed snapshot read (MySQL targets), and whether it travels as text."""
-
-    def copy_line(self, columns: list[Column], tag_sql: str, declared: Callable[[Column], str]) -> str:
-        """SQL rendering a row as one PostgreSQL COPY text line, `tag_sql` as its first field; `declared`: each
-        column's type on the target."""
-
-    def table_sql(self, table: TableId) -> str: ...
-
-    def quote(self, name: str) -> str: ...
-
-    def close(self) -> None: ...
-
-
-class SqlKeyProbes:
-    """Key probes in SQL both MySQL and PostgreSQL accept; needs `self.conn`, `quote()` and `table_sql()`."""
+    def _probe_boundaries(self, schema: TableSchema, kind: str, split_size: int, first: KeyValue) -> list[KeyValue]:
+        """Each boundary is the key `split_size` rows past the previous one; a run of equal split-column
+        values longer than a split moves the boundary to the next distinct value, so it is never cut."""
+        boundaries: list[KeyValue] = []
+        start: KeyValue | None = None
+        while True:
+            boundary = self.key_at_offset(schema, kind, start, split_size)
+            if boundary is not None and boundary == (first if start is None else start):
+                boundary = self.next_key_after(schema, kind, boundary)
+            if boundary is None:
+                return boundaries
+            boundaries.append(boundary)
+            start = boundary
 
     def _scalar(self, sql: str, params: tuple = ()):
         with self.conn.cursor() as cur:
@@ -85,6 +114,60 @@ class SqlKeyProbes:
 
     def _count(self, table: TableId) -> int:
         return int(self._scalar(f"SELECT COUNT(*) FROM {self.table_sql(table)}"))
+
+    # -- the snapshot's read
+    def export(self, plan: SplitPlan, schema: TableSchema, splits: list[Split], target: TargetFormat) -> RowExport:
+        """One query for the group, tagging each row with its split index, and one range predicate per split.
+
+        The source evaluates both, so its collation decides which split a key belongs to. COPY_TEXT: the source
+        renders each row as one COPY line, and Spark carries one string column (the JVM decodes one value per
+        row instead of one per column, most of a snapshot's CPU); COLUMNS: typed columns, some kinds as text."""
+        key = self.quote(plan.split_column)
+        predicates = tuple(range_predicate(key, s.range, plan.key_kind, self.db_type) for s in splits)
+        tag = "CASE " + " ".join(f"WHEN {p} THEN {s.index}" for s, p in zip(splits, predicates)) + " END"
+        if target.rows == RowFormat.COPY_TEXT:
+            declared = lambda c: target.declared(c, c.name in schema.primary_key)  # noqa: E731
+            # The split column stays selected: Spark's predicates filter on it outside the subquery.
+            selected = f"{self.copy_line(list(schema.columns), tag, declared)} AS line, {key}"
+            transports = tuple(Transport(c, as_text=False) for c in schema.columns)  # staged in the target's types
+        else:
+            exprs = [(c, *self.select_expr(c, target.db_type)) for c in schema.columns]
+            selected = f"{tag} AS {SPLIT_COLUMN}, " + ", ".join(f"{sql} AS {self.quote(c.name)}" for c, sql, _ in exprs)
+            transports = tuple(Transport(c, as_text) for c, _, as_text in exprs)
+        query = f"SELECT {selected} FROM {self.table_sql(schema.table)}"
+        return RowExport(target.rows, JdbcExport(self.jdbc(), query, predicates), transports)
+
+    def explain_failure(self, schema: TableSchema, export: RowExport, error: Exception) -> CdcError | None:
+        return None
+
+    # -- after the read
+    def present_keys(self, schema: TableSchema, keys: list[tuple]) -> set[tuple]:
+        """Which of `keys` the source table holds now, compared exactly: text byte for byte, since a case- or
+        accent-insensitive collation would call 'abc' and 'ABC' one key. Keys come back as `keys` gave them.
+        On a connection of its own: the snapshot's commit thread asks, beside the reading thread."""
+        exact = {c.name for c in schema.columns if self.exact_key(c)}
+        cols = ", ".join(("BINARY " if k in exact else "") + self.quote(k) for k in schema.primary_key)
+        one = "(" + ", ".join("BINARY %s" if k in exact else "%s" for k in schema.primary_key) + ")"
+        by_norm = {tuple(map(_comparable, key)): key for key in keys}
+        found: set[tuple] = set()
+        conn = connect(self.url)
+        try:
+            with conn.cursor() as cur:
+                for i in range(0, len(keys), PRESENT_CHUNK):
+                    chunk = keys[i:i + PRESENT_CHUNK]
+                    cur.execute(f"SELECT {cols} FROM {self.table_sql(schema.table)} "
+                                f"WHERE ({cols}) IN ({', '.join([one] * len(chunk))})", [v for key in chunk for v in key])
+                    found.update(by_norm[n] for row in cur.fetchall() if (n := tuple(map(_comparable, row))) in by_norm)
+        finally:
+            conn.close()
+        return found
+
+
+def _estimates(rows: int, count: int, split_size: int) -> tuple[int, ...]:
+    if count == 1:
+        return (rows,)
+    each = min(split_size, math.ceil(rows / count))
+    return tuple([each] * (count - 1) + [max(rows - each * (count - 1), 0)])
 
 
 def resolve_key(table: TableId, columns: tuple[Column, ...], pk: tuple[str, ...], split_column: str | None,
@@ -115,32 +198,6 @@ def resolve_key(table: TableId, columns: tuple[Column, ...], pk: tuple[str, ...]
         raise TableError(f"cannot split {table} on column '{key[0]}' of type {schema.split_column.native}",
                          "split on an integer, decimal, string, uuid, date or binary column")
     return schema
-
-
-PRESENT_CHUNK = 1000  # keys per lookup
-
-
-def present_keys(url: DbUrl, schema: TableSchema, keys: list[tuple]) -> set[tuple]:
-    """Which of `keys` the source table holds now, compared exactly: text byte for byte, since a case- or
-    accent-insensitive collation would call 'abc' and 'ABC' one key. Keys come back as `keys` gave them."""
-    dialect = url.db_type
-    exact = {c.name for c in schema.columns if c.kind in (Kind.STRING, Kind.ENUM)} if dialect == "mysql" else set()
-    cols = ", ".join(("BINARY " if k in exact else "") + quote_ident(dialect, k) for k in schema.primary_key)
-    one = "(" + ", ".join("BINARY %s" if k in exact else "%s" for k in schema.primary_key) + ")"
-    table = qualified(dialect, schema.table.namespace, schema.table.name)
-    by_norm = {tuple(map(_comparable, key)): key for key in keys}
-    found: set[tuple] = set()
-    conn = connect(url)
-    try:
-        with conn.cursor() as cur:
-            for i in range(0, len(keys), PRESENT_CHUNK):
-                chunk = keys[i:i + PRESENT_CHUNK]
-                cur.execute(f"SELECT {cols} FROM {table} WHERE ({cols}) IN ({', '.join([one] * len(chunk))})",
-                            [v for key in chunk for v in key])
-                found.update(by_norm[n] for row in cur.fetchall() if (n := tuple(map(_comparable, row))) in by_norm)
-    finally:
-        conn.close()
-    return found
 
 
 def _comparable(value):

@@ -96,3 +96,15 @@ def warm_up(session: SparkSession, endpoint: JdbcEndpoint) -> None:
         if (failure := jdbc_connect_failure(exc, endpoint)) is not None:
             raise failure from None
         raise
+
+
+def warm_up_source(session: SparkSession, source: object) -> None:
+    """`warm_up` for whatever source the task reads: one that reads over JDBC offers its endpoint (`jdbc()`), whose
+    login is checked here; any other pays the Python workers' start only."""
+    endpoint = getattr(source, "jdbc", None)
+    if callable(endpoint):
+        warm_up(session, endpoint())
+        return
+    frame = session.createDataFrame([(1,)], "warm_up int")
+    frame.mapInArrow(lambda batches: batches, frame.schema).collect()
+

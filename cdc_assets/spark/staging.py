@@ -1,40 +1,58 @@
-"""Bulk rows through Spark: read a batch of key ranges over JDBC, write them into a staging table.
+"""Bulk rows through Spark: a source's `RowExport` of a group of splits into a sink's staging write.
 
-A batch of splits is one JDBC relation with one partition per split (Spark's `predicates`), so the
-splits read in parallel and the schema is resolved once. For PostgreSQL targets the source renders each
-row as one COPY text line and Spark carries a single string column: the JVM then decodes one value per
-row instead of one per column, which was most of the CPU a 1M-row snapshot spent (bench/snapshot.py).
-MySQL targets take typed columns over JDBC with rewriteBatchedStatements.
+A group is one Spark job with one partition per split: a JDBC relation with one predicate per split (the
+schema is resolved once), or one task per split running the source's own client. COPY_TEXT rows (PostgreSQL
+targets) are one string column, the row as a COPY line: the JVM then decodes one value per row instead of one
+per column, which was most of the CPU a 1M-row snapshot spent (bench/snapshot.py), and each partition's Arrow
+batches stream into `COPY ... FROM STDIN`. COLUMNS rows go through Spark's JDBC writer (rewriteBatchedStatements),
+or the sink's own client in each task.
 """
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from cdc_assets.core.jdbc import JdbcEndpoint
-from cdc_assets.core.urls import DbUrl
-from cdc_assets.dbapi.connect import postgres_args
+from cdc_assets.core.boundary import CopyWrite, JdbcExport, JdbcWrite, RowExport, TaskExport, TaskWrite
 
 
-def read_splits(spark: SparkSession, endpoint: JdbcEndpoint, query: str, predicates: list[str],
-                fetch_size: int) -> DataFrame:
-    """`query` selects every column of the batch; each predicate selects one split's key range from it."""
-    props = {**endpoint.properties(), "fetchsize": str(fetch_size)}
-    return spark.read.jdbc(endpoint.url, f"({query}) AS batch", predicates=predicates, properties=props)
+def stage(spark: SparkSession, export: RowExport, write: JdbcWrite | CopyWrite | TaskWrite,
+          fetch_size: int) -> int | None:
+    """Read the group's rows as `export` says and write them as `write` says; `fetch_size`: rows per JDBC fetch.
+    The rows written, where the write counts them (COPY, the sink's own client); None through JDBC."""
+    frame = read_export(spark, export, fetch_size)
+    if isinstance(write, JdbcWrite):
+        write_jdbc(frame, write)
+        return None
+    if isinstance(write, CopyWrite):
+        return write_copy(frame, write)
+    return write_tasks(frame, write)
 
 
-def write_staging(frame: DataFrame, endpoint: JdbcEndpoint, staging_table: str, batch_size: int) -> None:
-    """Typed rows over JDBC batched inserts (MySQL targets)."""
-    props = {**endpoint.properties(), "batchsize": str(batch_size), "isolationLevel": "READ_COMMITTED"}
-    frame.write.jdbc(endpoint.url, staging_table, mode="append", properties=props)
+def read_export(spark: SparkSession, export: RowExport, fetch_size: int) -> DataFrame:
+    how = export.how
+    if isinstance(how, JdbcExport):
+        # The query selects every column of the group; each predicate selects one split's key range from it.
+        props = {**how.endpoint.properties(), "fetchsize": str(fetch_size)}
+        return spark.read.jdbc(how.endpoint.url, f"({how.query}) AS batch", predicates=list(how.predicates),
+                               properties=props)
+    if isinstance(how, TaskExport):
+        # One slice per task: each split reads in a task of its own, as a JDBC predicate would.
+        rdd = spark.sparkContext.parallelize(list(how.tasks), max(len(how.tasks), 1)).flatMap(how.read)
+        return spark.createDataFrame(rdd, how.schema)
+    raise TypeError(f"unknown export {type(how).__name__}")
 
 
-def copy_lines(frame: DataFrame, url: DbUrl, staging_table: str) -> None:
-    """COPY text lines (one string column, rendered by the source) into a PostgreSQL staging table.
+def write_jdbc(frame: DataFrame, write: JdbcWrite) -> None:
+    """Typed rows over JDBC batched inserts."""
+    props = {**write.endpoint.properties(), "batchsize": str(write.batch_size), "isolationLevel": "READ_COMMITTED"}
+    frame.write.jdbc(write.endpoint.url, write.table, mode="append", properties=props)
+
+
+def write_copy(frame: DataFrame, write: CopyWrite) -> int:
+    """COPY text lines (the frame's first column) into a PostgreSQL staging table.
 
     Each partition arrives as Arrow batches in a Python worker, which streams them to `COPY ... FROM STDIN`
     over its own connection, in one transaction per partition (as Spark's JDBC writer does)."""
-    connect_args = postgres_args(url)
-    copy_sql = f"COPY {staging_table} FROM STDIN"
+    connect_args, copy_sql = write.connect_args, write.copy_sql
 
     def copy_partition(batches):
         import io
@@ -48,10 +66,19 @@ def copy_lines(frame: DataFrame, url: DbUrl, staging_table: str) -> None:
             with conn, conn.cursor() as cur:
                 for batch in batches:
                     lines = batch.column(0).to_pylist()
-                    cur.copy_expert(copy_sql, io.BytesIO(("\n".join(lines) + "\n").encode()))
+                    if lines:
+                        cur.copy_expert(copy_sql, io.BytesIO(("\n".join(lines) + "\n").encode()))
                     rows += len(lines)
         finally:
             conn.close()
         yield pa.RecordBatch.from_pydict({"rows": [rows]})
 
-    frame.select(frame.columns[0]).mapInArrow(copy_partition, "rows long").groupBy().sum("rows").collect()
+    total = frame.select(frame.columns[0]).mapInArrow(copy_partition, "rows long").groupBy().sum("rows").collect()
+    return int(total[0][0] or 0)
+
+
+def write_tasks(frame: DataFrame, write: TaskWrite) -> int:
+    """Each partition's rows (tuples in the export's shape) through the sink's own client; the rows written."""
+    fn = write.write
+    counts = frame.rdd.map(tuple).mapPartitions(lambda rows: [fn(rows)])
+    return int(counts.sum())

@@ -1,19 +1,19 @@
-"""MySQL/MariaDB as a snapshot source: capture checks, table discovery, key probes, binlog position, JDBC."""
+"""MySQL/MariaDB as a snapshot source: capture checks, table discovery, key statistics, binlog position, the
+snapshot's select expressions and COPY lines, and what a failed export can be explained by."""
 from __future__ import annotations
-
-from typing import Callable
 
 import pymysql
 
+from cdc_assets.core.boundary import JdbcExport, KeyStats, RowExport, RowFormat
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.dbapi.connect import connect, qualified, quote_ident
+from cdc_assets.dbapi.connect import connect
 from cdc_assets.dbapi.jdbc import mysql_jdbc
 from cdc_assets.dbapi.mysql_flavour import detect
-from cdc_assets.errors import SourceSetupError, TableError
-from cdc_assets.sources.base import KeyStats, SqlKeyProbes, resolve_key
+from cdc_assets.errors import CdcError, NulInText, SourceSetupError, TableError
+from cdc_assets.sources.base import SqlSource, resolve_key
 from cdc_assets.sources.mysql import capture, types
 
 ER_NO_PRIVILEGE = {1045, 1142, 1227}  # access denied: privilege (SUPER / SLAVE MONITOR / REPLICATION CLIENT)
@@ -31,19 +31,13 @@ WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND NON_UNIQUE = 0
 GROUP BY INDEX_NAME HAVING COUNT(*) = 1 AND MAX(COLUMN_NAME) = %s"""
 
 
-class MysqlSource(SqlKeyProbes):
-    dialect = "mysql"
+class MysqlSource(SqlSource):
+    db_type = "mysql"
 
     def __init__(self, url: DbUrl) -> None:
         self.url = url
         self.conn = connect(url, database="")
         self.flavour = detect(self.conn)
-
-    def quote(self, name: str) -> str:
-        return quote_ident("mysql", name)
-
-    def table_sql(self, table: TableId) -> str:
-        return qualified("mysql", table.namespace, table.name)
 
     def check_capture(self) -> list[str]:
         """Refuse a server whose binlog cannot be captured (see sources/mysql/capture.py); return what the plan
@@ -100,6 +94,14 @@ class MysqlSource(SqlKeyProbes):
             cur.execute(_UNIQUE_SQL, (table.namespace, table.name, column))
             return cur.fetchone() is not None
 
+    def explain_failure(self, schema: TableSchema, export: RowExport, error: Exception) -> CdcError | None:
+        """PostgreSQL's COPY refuses a text holding NUL with an encoding error naming neither row nor column: the
+        source finds them."""
+        if export.format != RowFormat.COPY_TEXT or not isinstance(export.how, JdbcExport) or "0x00" not in str(error):
+            return None
+        found = self.text_with_nul(schema, list(export.how.predicates))
+        return NulInText(schema.table, *found) if found else None
+
     def text_with_nul(self, schema: TableSchema, predicates: list[str]) -> tuple[tuple, str] | None:
         """(key, column) of a row in the predicates' ranges whose text holds NUL, which PostgreSQL cannot store."""
         keys = ", ".join(self.quote(k) for k in schema.primary_key)
@@ -152,12 +154,15 @@ class MysqlSource(SqlKeyProbes):
     def jdbc(self) -> JdbcEndpoint:
         return mysql_jdbc(self.url, database="", write=False)
 
-    def select_expr(self, column: Column, target_dialect: str) -> tuple[str, bool]:
+    def select_expr(self, column: Column, target_db_type: str) -> tuple[str, bool]:
         return types.select_expr(column, self.quote(column.name))
 
-    def copy_line(self, columns: list[Column], tag_sql: str, declared: Callable[[Column], str]) -> str:
+    def copy_line(self, columns: list[Column], tag_sql: str, declared) -> str:
         return types.copy_line([f"({tag_sql})"] + [types.copy_field(c, self.quote(c.name), declared(c))
                                                    for c in columns])
+
+    def exact_key(self, column: Column) -> bool:
+        return column.kind in (Kind.STRING, Kind.ENUM)  # BINARY: no collation, no PAD SPACE
 
     def close(self) -> None:
         self.conn.close()

@@ -1,16 +1,16 @@
-"""PostgreSQL as a snapshot source: capture checks, table discovery, key probes, WAL position, JDBC."""
+"""PostgreSQL as a snapshot source: capture checks, table discovery, key statistics, WAL position, the snapshot's
+select expressions and COPY lines."""
 from __future__ import annotations
 
-from typing import Callable
-
+from cdc_assets.core.boundary import KeyStats
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.positions import PgPosition
 from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.dbapi.connect import connect, qualified, quote_ident
+from cdc_assets.dbapi.connect import connect
 from cdc_assets.dbapi.jdbc import postgres_jdbc
 from cdc_assets.errors import SourceSetupError, TableError
-from cdc_assets.sources.base import KeyStats, SqlKeyProbes, resolve_key
+from cdc_assets.sources.base import SqlSource, resolve_key
 from cdc_assets.sources.postgres import types
 
 # Generated columns are not captured: pgoutput leaves them out of every row image (up to PostgreSQL 17), so the log
@@ -34,20 +34,14 @@ SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.at
 WHERE i.indrelid = %s::regclass AND i.indisunique AND i.indnkeyatts = 1 AND a.attname = %s"""
 
 
-class PostgresSource(SqlKeyProbes):
-    dialect = "postgres"
+class PostgresSource(SqlSource):
+    db_type = "postgres"
 
     def __init__(self, url: DbUrl) -> None:
         if not url.database:
             raise SourceSetupError(f"source url {url} names no database", "add it: postgresql://user@host:5432/<database>")
         self.url = url
         self.conn = connect(url)
-
-    def quote(self, name: str) -> str:
-        return quote_ident("postgres", name)
-
-    def table_sql(self, table: TableId) -> str:
-        return qualified("postgres", table.namespace, table.name)
 
     def check_capture(self) -> list[str]:
         with self.conn.cursor() as cur:
@@ -92,10 +86,10 @@ class PostgresSource(SqlKeyProbes):
     def jdbc(self) -> JdbcEndpoint:
         return postgres_jdbc(self.url, write=False)
 
-    def select_expr(self, column: Column, target_dialect: str) -> tuple[str, bool]:
-        return types.select_expr(column, self.quote(column.name), target_dialect)
+    def select_expr(self, column: Column, target_db_type: str) -> tuple[str, bool]:
+        return types.select_expr(column, self.quote(column.name), target_db_type)
 
-    def copy_line(self, columns: list[Column], tag_sql: str, declared: Callable[[Column], str]) -> str:
+    def copy_line(self, columns: list[Column], tag_sql: str, declared) -> str:
         return types.copy_line([f"({tag_sql})::text"] + [types.copy_field(c, self.quote(c.name)) for c in columns])
 
     def close(self) -> None:
