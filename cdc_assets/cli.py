@@ -168,7 +168,8 @@ def cmd_reset(args) -> int:
     import getpass
     import socket
 
-    from cdc_assets.engine.reset import parse_position, reset_checkpoint
+    from cdc_assets.core.positions import parse_position
+    from cdc_assets.engine.reset import reset_checkpoint
     from cdc_assets.engine.runtime import TaskRuntime
 
     config, _ = _config(args)

@@ -14,13 +14,14 @@ as recorded before servers were) compare by file/offset.
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Union
 
 from cdc_assets.core import gtid_sets
-from cdc_assets.errors import PositionsIncomparable
+from cdc_assets.errors import ConfigError, PositionsIncomparable
 
 _BINLOG_SEQ = re.compile(r"\.(\d+)$")
 
@@ -135,6 +136,38 @@ def position_from_json(data: dict) -> Position:
         time = data["cluster_time"]
         return MongoPosition(data["resume_token"], (int(time["t"]), int(time["i"])))
     raise ValueError(f"unknown position type {kind!r}")
+
+
+POSITION_FORMS = ('MySQL: mysql-bin.000004:4663 or {"binlog_filename": "mysql-bin.000004", "next_event_position": '
+                  '4663, "gtid_set": "0-1-12"}; PostgreSQL: 0/16B3748 or {"lsn": "0/16B3748"}; '
+                  "MongoDB: a position's JSON as position.log shows it")
+
+
+def parse_position(text: str, db_type: str) -> Position:
+    """A position as JSON (a position.log record's, or its fields) or as text, for a source of `db_type`."""
+    text = text.strip()
+    try:
+        if text.startswith("{"):
+            data = json.loads(text)
+            if "type" not in data:
+                data = {**data, "type": "PgCdc" if "lsn" in data else "MongoCdc" if "resume_token" in data else "MysqlCdc"}
+            position = position_from_json(data)
+        elif db_type == "mongo":
+            raise ValueError("a MongoDB position is a resume token: give its JSON")
+        elif db_type == "postgres":
+            position = PgPosition.parse_lsn(text)
+        else:
+            file, _, offset = text.rpartition(":")
+            position = MysqlPosition(file, int(offset))
+            if not file:
+                raise ValueError("no binlog file name")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"cannot read the position {text!r}: {exc}", f"give it as {POSITION_FORMS}") from None
+    wanted = {"postgres": PgPosition, "mongo": MongoPosition}.get(db_type, MysqlPosition)
+    if not isinstance(position, wanted):
+        raise ConfigError(f"position {position} is not a position of a {db_type} source",
+                          f"give it as {POSITION_FORMS}")
+    return position
 
 
 def compare(a: Position, b: Position) -> int:

@@ -13,12 +13,11 @@ job carries the incremental job's run-queue tag, so the queue never runs it besi
 """
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Literal
 
-from cdc_assets.core.positions import MysqlPosition, PgPosition, Position, is_before, position_from_json
+from cdc_assets.core.positions import POSITION_FORMS, Position, is_before
 from cdc_assets.engine.faults import crash_point
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.task_lock import checkpoint_writer
@@ -29,8 +28,6 @@ from cdc_assets.resumer.resumer import Checkpoint
 
 log = logging.getLogger("cdc_assets.reset")
 ResetTo = Literal["latest", "earliest", "position"]
-POSITION_FORMS = ('MySQL: mysql-bin.000004:4663 or {"binlog_filename": "mysql-bin.000004", "next_event_position": '
-                  '4663, "gtid_set": "0-1-12"}; PostgreSQL: 0/16B3748 or {"lsn": "0/16B3748"}')
 
 
 @dataclass(frozen=True)
@@ -49,31 +46,6 @@ class ResetResult:
     def lines(self) -> list[str]:
         return [f"checkpoint of task {self.task_id} reset to {self.to}: {self.before} -> {self.after}",
                 f"recorded as {CDC_RESET} / {self.record.position_key} (by {self.by})", f"warning: {self.warning}"]
-
-
-def parse_position(text: str, db_type: str) -> Position:
-    """A position as JSON (a position.log record's, or its fields) or as text, for a source of `db_type`."""
-    text = text.strip()
-    try:
-        if text.startswith("{"):
-            data = json.loads(text)
-            if "type" not in data:
-                data = {**data, "type": "PgCdc" if "lsn" in data else "MysqlCdc"}
-            position = position_from_json(data)
-        elif db_type == "postgres":
-            position = PgPosition.parse_lsn(text)
-        else:
-            file, _, offset = text.rpartition(":")
-            position = MysqlPosition(file, int(offset))
-            if not file:
-                raise ValueError("no binlog file name")
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"cannot read the position {text!r}: {exc}", f"give it as {POSITION_FORMS}") from None
-    wanted = PgPosition if db_type == "postgres" else MysqlPosition
-    if not isinstance(position, wanted):
-        raise ConfigError(f"position {position} is not a position of a {db_type} source",
-                          f"give it as {POSITION_FORMS}")
-    return position
 
 
 def reset_checkpoint(rt: TaskRuntime, to: ResetTo, by: str, position: Position | None = None) -> ResetResult:

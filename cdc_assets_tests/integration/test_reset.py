@@ -11,7 +11,8 @@ import pytest
 from cdc_assets.config import load_config
 from cdc_assets.defs.build import build_definitions
 from cdc_assets.engine.incremental import sync
-from cdc_assets.engine.reset import parse_position, reset_checkpoint
+from cdc_assets.core.positions import parse_position
+from cdc_assets.engine.reset import reset_checkpoint
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.task_lock import LOCK_FILE
 from cdc_assets.errors import ConfigError, PlanError, PositionLost
