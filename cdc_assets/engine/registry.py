@@ -11,6 +11,8 @@ from cdc_assets.sinks.base import SqlSink
 from cdc_assets.sinks.mysql import MysqlSink
 from cdc_assets.sinks.postgres import PostgresSink
 from cdc_assets.sources.base import Source
+from cdc_assets.sources.mongodb.log import MongoLog
+from cdc_assets.sources.mongodb.source import MongoSource
 from cdc_assets.sources.mysql.log import MysqlLog
 from cdc_assets.sources.mysql.source import MysqlSource
 from cdc_assets.sources.postgres.log import PostgresLog
@@ -19,13 +21,14 @@ from cdc_assets.sources.postgres.source import PostgresSource
 
 @dataclass(frozen=True)
 class SourceEngine:
-    snapshot: Callable[[DbUrl], Source]
+    snapshot: Callable[..., Source]  # (url, **source.engine_options): a MongoDB source takes its collections
     log: Callable[[DbUrl, str], Log]  # (url, task_id)
 
 
 SOURCES: dict[str, SourceEngine] = {
     "mysql": SourceEngine(MysqlSource, MysqlLog),
     "postgres": SourceEngine(PostgresSource, PostgresLog),
+    "mongo": SourceEngine(MongoSource, MongoLog),
 }
 SINKS: dict[str, Callable[[DbUrl, str], SqlSink]] = {  # (url, the source's db_type)
     "mysql": MysqlSink,

@@ -71,6 +71,11 @@ class TransactionAssembler:
         pending.last, pending.time = position, commit_time(event)
         return out
 
+    @property
+    def pending(self) -> bool:
+        """A transaction is being read: no position past its start may be reported as a resume point."""
+        return self._pending is not None
+
     def idle(self, high_water: MongoPosition) -> list[Output]:
         """The stream has nothing more for now and reports `high_water` (its postBatchResumeToken)."""
         if self._pending is not None and is_before(self._pending.last, high_water):
