@@ -22,15 +22,15 @@ from datetime import datetime, timezone
 from pymongo import MongoClient
 
 from cdc_assets.core.boundary import LogItem
-from cdc_assets.core.events import Idle, Transaction
-from cdc_assets.core.positions import MongoPosition, is_before
+from cdc_assets.core.events import Idle
+from cdc_assets.core.positions import MongoPosition
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.errors import PositionLost, TableError
 from cdc_assets.sources.mongodb import server
-from cdc_assets.sources.mongodb.changes import UPDATE_LOOKUP, CollectionEnded
+from cdc_assets.sources.mongodb.changes import UPDATE_LOOKUP
 from cdc_assets.sources.mongodb.collections import CollectionSpec, spec_from_schema
-from cdc_assets.sources.mongodb.transactions import TransactionAssembler
+from cdc_assets.sources.mongodb.follow import Follower
 
 IDLE_SECS = 1.0  # quiet this long: an Idle, so the engine can checkpoint and notice a stop request
 AWAIT_MS = 250  # one empty getMore waits this long: close() is noticed within it
@@ -114,41 +114,19 @@ class MongoLogReader:
 
     def _follow(self, stream, start: MongoPosition, stop_at: MongoPosition | None, part_events: int | None
                 ) -> Iterator[LogItem]:
-        assembler = TransactionAssembler(self.specs, UPDATE_LOOKUP, part_events)
-        reported, quiet_since = start, time.monotonic()
+        follower = Follower(self.specs, start, stop_at, part_events, self.idle_secs)
+        quiet_since = time.monotonic()
         while not self._closed.is_set():
-            event = server.next_event(stream, self.tables, reported)
+            event = server.next_event(stream, self.tables, follower.reported)
             if event is not None:
-                quiet_since = time.monotonic()
-                outputs = assembler.add(event)
+                step, quiet_since = follower.event(event), time.monotonic()
             else:
-                mark = server.high_water(stream)
-                outputs = assembler.idle(mark) if mark is not None else []
-            for item in outputs:
-                if isinstance(item, CollectionEnded):
-                    yield item.as_schema_change()
-                    reported = item.position
-                    if item.ends_stream:
-                        return  # the server closed the stream: the next read reopens it after the invalidate
-                    continue
-                yield item
-                if isinstance(item, Transaction):
-                    reported = item.end
-                    if stop_at is not None and not is_before(item.end, stop_at):
-                        return
-            if event is not None:
-                continue
-            mark = server.high_water(stream)
-            quiet_for = time.monotonic() - quiet_since
-            past_stop = stop_at is not None and mark is not None and not is_before(mark, stop_at)
-            if past_stop and not assembler.pending:
-                if is_before(reported, mark):
-                    yield Idle(mark)
+                step = follower.quiet(server.high_water(stream), time.monotonic() - quiet_since)
+                if any(isinstance(i, Idle) for i in step.items):
+                    quiet_since = time.monotonic()
+            yield from step.items
+            if step.done:
                 return
-            if quiet_for >= self.idle_secs:
-                # Mid-transaction the mark lies inside it: not a resume point, so no position then.
-                yield Idle(None if assembler.pending or mark is None else mark)
-                quiet_since = time.monotonic()
         yield Idle()
 
     def _pre_images_on(self, client: MongoClient) -> bool:
