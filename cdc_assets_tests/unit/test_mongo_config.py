@@ -65,3 +65,15 @@ def test_a_kind_no_bson_value_maps_to_is_refused_when_the_source_is_built(tmp_pa
     with pytest.raises(ConfigError) as caught:
         source_engine("mongo").snapshot(c.source.db_url, **c.source.engine_options)
     assert "source.collections.shop.orders: field 't' has kind 'time'" in caught.value.message
+
+
+def test_the_docker_mongo_task_is_a_valid_config(monkeypatch):
+    from pathlib import Path
+
+    from cdc_assets.config import load_config
+
+    monkeypatch.setenv("PG_PASSWORD", "pw")
+    c = load_config(Path(__file__).parents[2] / "docker" / "task-mongo.yaml")
+    assert c.source.db_type == "mongo" and c.source.table_ids == [TableId("shop", "orders"), TableId("shop", "events")]
+    source = source_engine("mongo").snapshot(c.source.db_url, **c.source.engine_options)
+    assert source.spec(TableId("shop", "orders")).schema().primary_key == ("_id",)
