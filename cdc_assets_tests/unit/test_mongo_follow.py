@@ -69,6 +69,24 @@ def test_a_bounded_read_ends_with_the_transaction_reaching_stop_at():
     assert done and [t.changes[0].key for t in out] == [("0" * 23 + "1",), ("0" * 23 + "2",)]
 
 
+def test_a_bounded_read_stops_before_a_transaction_that_begins_after_stop_at():
+    # Transactions of one session each: each completes only when the next one begins, and nothing follows the
+    # fourth: the read must end on its first event, not wait for what would complete it.
+    txns = [in_txn(insert(1700000010 + n, 1, n), n + 1) for n in range(4)]
+    stop = mark(1700000012, 2)  # the stream's high-water mark right after the third commit
+    follower = Follower(SPECS, START, stop_at=stop, part_events=1)
+    out, done = items_of(follower, txns)
+    assert done and [type(i) for i in out] == [Transaction, Transaction, Transaction, Idle]
+    assert [t.end for t in out[:3]] == [position_of(e) for e in txns[:3]] and out[3] == Idle(stop)
+
+
+def test_a_bounded_read_yields_nothing_positioned_after_stop_at():
+    stop = mark(1700000011, 2)
+    follower = Follower(SPECS, START, stop_at=stop)
+    out, done = items_of(follower, [insert(1700000010, 1, 1), event("drop", 1700000012, 1)])
+    assert done and isinstance(out[0], Transaction) and out[1:] == [Idle(stop)]  # the drop is the next read's
+
+
 def test_a_bounded_read_past_stop_at_with_nothing_captured_ends_on_an_idle_at_the_mark():
     follower = Follower(SPECS, START, stop_at=mark(1700000020, 1))
     out, done = items_of(follower, [insert(1700000010, 1, 1), (mark(1700000015, 1), 0.1), (mark(1700000021, 1), 0.1)])

@@ -6,15 +6,20 @@ read is over.
                                        CollectionEnded (drop, rename, dropDatabase, invalidate)
                                            ──> SchemaChange kind OTHER (the engine applies schema_change_policy);
                                                an invalidate also ends the read: the server closed the stream
-    quiet ──> a transaction the high-water mark completes; past `stop_at` with none pending: Idle(mark), done;
-              quiet for `idle_secs`: Idle(mark), or Idle() while a transaction is open (its mark is no resume point)
+    quiet ──> a transaction the high-water mark completes; quiet for `idle_secs`: Idle(mark), or Idle() while a
+              transaction is open (a mark inside it is no resume point)
+
+A bounded read yields nothing positioned after `stop_at`: it ends, reporting `stop_at` (or the high-water mark at
+or past it) as Idle, once the stream shows something after it -- a high-water mark with no transaction open, a
+transaction whose first event lies after it, or an item positioned after it. The assembler learns that a
+transaction ended only from what follows it, so a transaction is never held back waiting for that.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from cdc_assets.core.boundary import LogItem
-from cdc_assets.core.events import Idle, Transaction
+from cdc_assets.core.events import Idle, Transaction, TransactionPart
 from cdc_assets.core.positions import MongoPosition, is_before
 from cdc_assets.core.tables import TableId
 from cdc_assets.sources.mongodb.changes import UPDATE_LOOKUP, CollectionEnded
@@ -43,30 +48,43 @@ class Follower:
         step = self._emit(self.assembler.idle(mark) if mark is not None else [])
         if step.done:
             return step
-        pending = self.assembler.pending
-        if self.stop_at is not None and mark is not None and not is_before(mark, self.stop_at) and not pending:
-            if is_before(self.reported, mark):
-                step.items.append(Idle(mark))
-                self.reported = mark
-            step.done = True
-        elif quiet_for >= self.idle_secs:
-            step.items.append(Idle(None if pending or mark is None else mark))
+        if self.stop_at is not None and mark is not None and not is_before(mark, self.stop_at) \
+                and self.assembler.pending is None:
+            return self._stop(step, mark)
+        if quiet_for >= self.idle_secs:
+            step.items.append(Idle(None if self.assembler.pending is not None or mark is None else mark))
         return step
 
     def _emit(self, outputs: list[Output]) -> Step:
         step = Step()
-        for item in outputs:
-            if isinstance(item, CollectionEnded):
-                step.items.append(item.as_schema_change())
-                self.reported = item.position
-                if item.ends_stream:
-                    step.done = True
-                    return step
-                continue
+        for output in outputs:
+            item = output.as_schema_change() if isinstance(output, CollectionEnded) else output
+            if self._after_stop(_position(item)):
+                return self._stop(step, self.stop_at)
             step.items.append(item)
-            if isinstance(item, Transaction):
-                self.reported = item.end
-                if self.stop_at is not None and not is_before(item.end, self.stop_at):
-                    step.done = True
-                    return step
+            if not isinstance(item, TransactionPart):
+                self.reported = _position(item)
+            if isinstance(output, CollectionEnded) and output.ends_stream:
+                step.done = True
+                return step
+            if isinstance(item, Transaction) and self.stop_at is not None and not is_before(item.end, self.stop_at):
+                step.done = True
+                return step
+        if self._after_stop(self.assembler.pending):
+            return self._stop(step, self.stop_at)
         return step
+
+    def _after_stop(self, position: MongoPosition | None) -> bool:
+        return self.stop_at is not None and position is not None and is_before(self.stop_at, position)
+
+    def _stop(self, step: Step, boundary: MongoPosition) -> Step:
+        if is_before(self.reported, boundary):
+            step.items.append(Idle(boundary))
+            self.reported = boundary
+        step.done = True
+        return step
+
+
+def _position(item: LogItem) -> MongoPosition:
+    return item.end if isinstance(item, Transaction) else item.floor if isinstance(item, TransactionPart) \
+        else item.position
