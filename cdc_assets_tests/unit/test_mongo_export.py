@@ -2,6 +2,7 @@
 rows themselves in both target formats, and what a failed export says about the document and field."""
 import datetime as dt
 import pickle
+import uuid
 from decimal import Decimal
 
 import pytest
@@ -101,3 +102,23 @@ def test_oplog_window_notes_warn_under_a_day():
     assert "1.0 h" in short[0] and "under 1 day" in short[1] and "replSetResizeOplog" in short[1]
     assert "unknown" in oplog_notes(None, None)[0]
 
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("rows", [RowFormat.COPY_TEXT, RowFormat.COLUMNS])
+def test_spark_takes_the_rows_in_the_schema_the_export_declares(spark, rows):
+    spec = parse_collection("shop.all", {"fields": {
+        "_id": "objectid", "b": "bool", "i": "int", "d": "decimal(40,4)", "f": "float64", "s": "string",
+        "bin": "binary", "u": "uuid", "day": "date", "dt": "datetime", "ts": "timestamp", "j": "json"}})
+    export = MongoSource(URL).export(None, spec.schema(), SPLITS[:1], target(rows))
+    document = {"_id": OID, "b": True, "i": 2**62, "d": Decimal128("1.5"), "f": 0.25, "s": "é\t", "bin": b"\x01",
+                "u": uuid.UUID("ab1154ac-acd8-49a4-8c61-756d70d3b21f"), "day": dt.datetime(2024, 2, 29),
+                "dt": dt.datetime(2024, 1, 1, 1, 2, 3, 4000), "ts": dt.datetime(1970, 1, 1), "j": {"a": [1]}}
+    missing = {"_id": ObjectId("635019a078be67426d7cf4d3")}
+    rendered = [render(export.how.tasks[0], to_row(d, spec), d["_id"]) for d in (document, missing)]
+
+    frame = spark.createDataFrame(rendered, schema=export.how.schema, verifySchema=True)
+
+    back = [tuple(r) for r in frame.collect()]
+    assert [tuple(bytes(v) if isinstance(v, bytearray) else v for v in r) for r in back] == rendered
+    assert len(frame.columns) == (1 if rows is RowFormat.COPY_TEXT else 1 + len(spec.schema().columns))
