@@ -46,8 +46,35 @@ class _Endpoint(_Model):
         return self
 
 
+_COLLECTION_NAME = re.compile(r"^[A-Za-z0-9_$]+\.[A-Za-z0-9_$]+$")
+
+
+class CollectionConfig(_Model):
+    """One captured MongoDB collection: its declared top-level fields ({name: kind}), or none for the whole
+    document as JSON with an `_id` of `id_kind`. Kinds are checked by the source (sources/mongodb/collections.py)."""
+
+    fields: dict[str, str] | None = None
+    id_kind: str | None = None
+
+    @model_validator(mode="after")
+    def _fields_or_id_kind(self) -> "CollectionConfig":
+        if self.fields is not None and self.id_kind is not None:
+            raise ValueError("id_kind is for collections captured whole: declare _id among the fields instead")
+        if self.fields is not None and "_id" not in self.fields:
+            raise ValueError("the fields do not declare _id: add it with its kind, e.g. _id: objectid")
+        return self
+
+    def raw(self) -> dict:
+        return self.model_dump(exclude_none=True)
+
+
 class SourceConfig(_Endpoint):
-    tables: list[str] = Field(min_length=1)
+    """`tables` for MySQL/PostgreSQL; `collections` for MongoDB, each `database.collection` the task's table of that
+    name (namespace = the database), keyed by `_id`."""
+
+    db_type: Literal["mysql", "postgres", "mongo"]
+    tables: list[str] = []
+    collections: dict[str, CollectionConfig | None] = {}
     # For tables without a primary key: the column (unique, not null) to split and upsert on.
     split_columns: dict[str, str] = {}
     # Columns left out of the snapshot and the log, e.g. of a type with no mapping: {table: [column, ...]}.
@@ -62,9 +89,45 @@ class SourceConfig(_Endpoint):
             raise ValueError("a table is listed twice")
         return tables
 
+    @field_validator("collections")
+    @classmethod
+    def _collections_are_qualified(cls, collections: dict) -> dict:
+        for name in collections:
+            if not _COLLECTION_NAME.match(name):
+                raise ValueError(f"collection '{name}' is not of the form database.collection (letters, digits, _ "
+                                 "and $ in each, as it becomes a SQL table name)")
+        return collections
+
+    @model_validator(mode="after")
+    def _tables_or_collections(self) -> "SourceConfig":
+        if self.db_type == "mongo":
+            if self.tables:
+                raise ValueError("a mongodb source lists its collections in source.collections, not source.tables")
+            if not self.collections:
+                raise ValueError("source.collections is empty: name each captured collection as database.collection")
+            if self.split_columns:
+                raise ValueError("source.split_columns does not apply to a mongodb source: collections split on _id")
+        elif self.collections:
+            raise ValueError(f"source.collections is for mongodb sources; a {self.db_type} source lists source.tables")
+        elif not self.tables:
+            raise ValueError("source.tables is empty: name each captured table as database.table or schema.table")
+        return self
+
+    @property
+    def names(self) -> list[str]:
+        """The captured tables' names as written: `tables`, or a MongoDB source's `collections`."""
+        return list(self.collections) if self.db_type == "mongo" else self.tables
+
     @property
     def table_ids(self) -> list[TableId]:
-        return [TableId.parse(t) for t in self.tables]
+        return [TableId.parse(t) for t in self.names]
+
+    @property
+    def engine_options(self) -> dict:
+        """What the source's constructor takes beyond its URL (registry.py): a MongoDB source's collections."""
+        if self.db_type != "mongo":
+            return {}
+        return {"collections": {name: spec.raw() if spec else None for name, spec in self.collections.items()}}
 
 
 class TargetConfig(_Endpoint):
@@ -183,9 +246,10 @@ class TaskConfig(_Model):
         unknown = set(self.source.split_columns) - set(self.source.tables)
         if unknown:
             raise ValueError(f"source.split_columns names tables not in source.tables: {sorted(unknown)}")
-        unknown = set(self.source.exclude_columns) - set(self.source.tables)
+        unknown = set(self.source.exclude_columns) - set(self.source.names)
         if unknown:
-            raise ValueError(f"source.exclude_columns names tables not in source.tables: {sorted(unknown)}")
+            listed = "source.collections" if self.source.db_type == "mongo" else "source.tables"
+            raise ValueError(f"source.exclude_columns names tables not in {listed}: {sorted(unknown)}")
         if self.pipeline.exactly_once and not isinstance(self.resumer, TargetResumer):
             raise ValueError("pipeline.exactly_once needs resumer.resume_type: from_target, so that each batch and "
                              "its checkpoint commit in one target transaction")
@@ -194,7 +258,14 @@ class TaskConfig(_Model):
                              "split would have to read the task's replication slot during the snapshot, and psycopg2 "
                              "may confirm an idle slot past changes not yet applied; use at-least-once (the upsert "
                              "makes the final state exact)")
+        if self.source.db_type == "mongo" and self.pipeline.exactly_once:
+            raise ValueError("pipeline.exactly_once is not available for MongoDB sources yet: its backfill path has "
+                             "never run against a replica set; use at-least-once (the upsert makes the final state "
+                             "exact)")
         start = self.pipeline.start_position
+        if start is not None and self.source.db_type == "mongo":
+            raise ValueError("pipeline.start_position does not fit a mongodb source (it holds a binlog coordinate "
+                             "or an LSN); start a MongoDB task at a time with startup_mode timestamp")
         if start is not None and (start.lsn is not None) != (self.source.db_type == "postgres"):
             raise ValueError(f"pipeline.start_position does not fit a {self.source.db_type} source")
         if self.pipeline.startup_mode == "timestamp" and self.source.db_type == "postgres":

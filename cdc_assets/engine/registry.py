@@ -9,6 +9,8 @@ from cdc_assets.core.urls import DbUrl
 from cdc_assets.errors import ConfigError
 from cdc_assets.sinks.mysql import MysqlSink
 from cdc_assets.sinks.postgres import PostgresSink
+from cdc_assets.sources.mongodb.log import MongoLog
+from cdc_assets.sources.mongodb.source import MongoSource
 from cdc_assets.sources.mysql.log import MysqlLog
 from cdc_assets.sources.mysql.source import MysqlSource
 from cdc_assets.sources.postgres.log import PostgresLog
@@ -17,13 +19,14 @@ from cdc_assets.sources.postgres.source import PostgresSource
 
 @dataclass(frozen=True)
 class SourceEngine:
-    snapshot: Callable[[DbUrl], SnapshotSource]
+    snapshot: Callable[..., SnapshotSource]  # (url, **source.engine_options): a MongoDB source takes its collections
     log: Callable[[DbUrl, str], Log]  # (url, task_id)
 
 
 SOURCES: dict[str, SourceEngine] = {
     "mysql": SourceEngine(MysqlSource, MysqlLog),
     "postgres": SourceEngine(PostgresSource, PostgresLog),
+    "mongo": SourceEngine(MongoSource, MongoLog),
 }
 # (url, the source's db_type, write_batch_size=rows per staging write batch where the sink batches)
 SINKS: dict[str, Callable[..., Sink]] = {

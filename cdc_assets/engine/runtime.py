@@ -37,7 +37,7 @@ class TaskRuntime:
     @cached_property
     def source(self) -> SnapshotSource:
         url = self.config.source.db_url
-        return source_engine(url.db_type).snapshot(url)
+        return source_engine(url.db_type).snapshot(url, **self.config.source.engine_options)
 
     @cached_property
     def log(self) -> Log:

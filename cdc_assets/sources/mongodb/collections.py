@@ -25,6 +25,7 @@ ID = "_id"
 DOCUMENT = "document"  # the JSON column of a collection captured whole
 
 OBJECT_ID = "objectid"
+WHOLE_DOCUMENT = "bson document"  # the native type of the `document` column: not a declared field of kind json
 _DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
 # Kinds a BSON value can be carried to exactly (values.py); the rest have no BSON source.
 FIELD_KINDS = (Kind.BOOL, Kind.INT, Kind.DECIMAL, Kind.FLOAT64, Kind.STRING, Kind.BINARY, Kind.UUID, Kind.DATE,
@@ -67,7 +68,7 @@ class CollectionSpec:
 
     def schema(self) -> TableSchema:
         if self.fields is None:
-            columns = (self.id_field.column(), Column(DOCUMENT, Kind.JSON, "bson object"))
+            columns = (self.id_field.column(), Column(DOCUMENT, Kind.JSON, WHOLE_DOCUMENT))
         else:
             columns = tuple(f.column() for f in self.fields)
         return TableSchema(self.table, columns, (ID,))
@@ -120,3 +121,24 @@ def parse_collection(name: str, raw: dict | None) -> CollectionSpec:
         raise ConfigError(f"{where}: field(s) {', '.join(dotted)} are not top-level field names",
                           "declare top-level fields only; capture nested ones inside a json field")
     return CollectionSpec(table, fields)
+
+
+def spec_from_schema(schema: TableSchema) -> CollectionSpec:
+    """The spec a described schema came from (`CollectionSpec.schema` undone), so a log reader handed only the
+    schemas (as the engine records them in a checkpoint) reads documents exactly as the snapshot did. Columns left
+    out with source.exclude_columns stay out."""
+    fields = tuple(_field_of(schema.table, c) for c in schema.columns if c.native != WHOLE_DOCUMENT)
+    if any(c.native == WHOLE_DOCUMENT for c in schema.columns):
+        return CollectionSpec(schema.table, None, next(f for f in fields if f.name == ID))
+    return CollectionSpec(schema.table, fields)
+
+
+def _field_of(table: TableId, column: Column) -> FieldSpec:
+    if not column.native.startswith("bson "):
+        raise ConfigError(f"column '{column.name}' of {table} was not described by the MongoDB source "
+                          f"(type {column.native})",
+                          "re-plan the task: cdc-assets plan --replan")
+    objectid = column.native == "bson objectId"
+    decimal = column.kind is Kind.DECIMAL
+    return FieldSpec(column.name, column.kind, column.precision if decimal else None,
+                     column.scale if decimal else None, objectid)

@@ -32,6 +32,7 @@ Output = Transaction | TransactionPart | CollectionEnded
 @dataclass
 class _Pending:
     identity: tuple[str, int]
+    first: MongoPosition  # its first event's token: where a bounded read ending before it stops
     changes: list[RowChange] = field(default_factory=list)
     last: MongoPosition | None = None
     time: float | None = None
@@ -60,7 +61,7 @@ class TransactionAssembler:
             # An event that changed nothing captured still moves the position: an empty transaction carries it.
             return [*out, Transaction([change] if change else [], position, commit_time(event))]
         if self._pending is None:
-            self._pending = _Pending(identity)
+            self._pending = _Pending(identity, position)
         pending = self._pending
         if change is not None:
             if self.part_events and len(pending.changes) >= self.part_events:
@@ -70,6 +71,11 @@ class TransactionAssembler:
             pending.changes.append(change)
         pending.last, pending.time = position, commit_time(event)
         return out
+
+    @property
+    def pending(self) -> MongoPosition | None:
+        """The first event's token of the transaction being read (no position past it is a resume point)."""
+        return self._pending.first if self._pending is not None else None
 
     def idle(self, high_water: MongoPosition) -> list[Output]:
         """The stream has nothing more for now and reports `high_water` (its postBatchResumeToken)."""
