@@ -8,6 +8,7 @@ from cdc_assets.core.boundary import Log
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.errors import ConfigError
 from cdc_assets.sinks.base import SqlSink
+from cdc_assets.sinks.mongodb.sink import MongoSink
 from cdc_assets.sinks.mysql import MysqlSink
 from cdc_assets.sinks.postgres import PostgresSink
 from cdc_assets.sources.base import Source
@@ -30,6 +31,7 @@ SOURCES: dict[str, SourceEngine] = {
 SINKS: dict[str, Callable[[DbUrl, str], SqlSink]] = {  # (url, the source's db_type)
     "mysql": MysqlSink,
     "postgres": PostgresSink,
+    "mongo": MongoSink,
 }
 
 

@@ -11,10 +11,12 @@ from cdc_assets.core.urls import DbUrl
 from cdc_assets.engine.plans import PlanStore
 from cdc_assets.engine.registry import sink_factory, source_engine
 from cdc_assets.resumer.logfile import PositionLog
+from cdc_assets.resumer.records import PositionRecord
 from cdc_assets.resumer.resumer import Resumer
 from cdc_assets.resumer.sql import SqlPositionStore
 from cdc_assets.resumer.sqlite import SqlitePositionStore
 from cdc_assets.sinks.base import SqlSink
+from cdc_assets.sinks.mongodb.positions import MongoPositionStore
 from cdc_assets.sources.base import Source
 
 
@@ -57,6 +59,9 @@ class TaskRuntime:
         r = self.config.resumer
         if isinstance(r, SqliteResumer):
             store = SqlitePositionStore(r.path or self.config.data_dir / "positions.sqlite")
+        elif isinstance(r, TargetResumer) and self.config.target.db_url.db_type == "mongo":
+            store = MongoPositionStore(self.config.target.db_url, r.table_full_name, "from_target",
+                                       PositionRecord)
         elif isinstance(r, TargetResumer):
             store = SqlPositionStore(self.config.target.db_url, r.table_full_name, "from_target")
         elif isinstance(r, DbResumer):

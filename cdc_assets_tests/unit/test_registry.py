@@ -4,6 +4,7 @@ import pytest
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.engine.registry import sink_factory, source_engine
 from cdc_assets.errors import ConfigError
+from cdc_assets.sinks.mongodb.sink import MongoSink
 from cdc_assets.sinks.postgres import PostgresSink
 from cdc_assets.sources.mysql.log import MysqlLog
 from cdc_assets.sources.postgres.source import PostgresSource
@@ -13,6 +14,7 @@ def test_each_db_type_gets_its_own_classes():
     assert source_engine("mysql").log is MysqlLog
     assert source_engine("postgres").snapshot is PostgresSource
     assert sink_factory("postgres") is PostgresSink
+    assert sink_factory("mongo") is MongoSink
 
 
 def test_a_url_of_an_engine_without_classes_is_refused_by_name():
@@ -20,5 +22,6 @@ def test_a_url_of_an_engine_without_classes_is_refused_by_name():
     with pytest.raises(ConfigError, match="no source for db_type 'mongo'") as raised:
         source_engine(url.db_type)
     assert "secret" not in str(raised.value)
-    with pytest.raises(ConfigError, match="no target for db_type 'mongo'"):
-        sink_factory(url.db_type)
+    with pytest.raises(ConfigError, match="no target for db_type 'oracle'") as raised:
+        sink_factory("oracle")
+    assert "'mongo'" in raised.value.hint and "'mysql'" in raised.value.hint

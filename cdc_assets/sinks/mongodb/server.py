@@ -15,7 +15,11 @@ def connect(url: DbUrl) -> MongoClient:
 
 
 def has_transactions(client: MongoClient) -> bool:
-    hello = client.admin.command("hello")
+    return transactions_in(client.admin.command("hello"))
+
+
+def transactions_in(hello: dict) -> bool:
+    """From the `hello` reply: a replica set member names its set; mongos says "isdbgrid"."""
     return bool(hello.get("setName")) or hello.get("msg") == "isdbgrid"
 
 
@@ -25,7 +29,11 @@ class NoTransactions(CdcError):
 
 def require_transactions(client: MongoClient, url: DbUrl, what: str) -> None:
     if not has_transactions(client):
-        raise NoTransactions(
+        raise standalone_refusal(url, what)
+
+
+def standalone_refusal(url: DbUrl, what: str) -> NoTransactions:
+    return NoTransactions(
             f"{what} needs multi-document transactions, and the MongoDB target {url} is a standalone server "
             "(transactions need a replica set or a sharded cluster)",
             "run it as a replica set (one member will do: mongod --replSet rs0, then rs.initiate()), or keep "

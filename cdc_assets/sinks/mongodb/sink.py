@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 from typing import Iterator
 
 from pymongo import MongoClient
@@ -29,7 +28,7 @@ from cdc_assets.sinks.mongodb.documents import ID, key_from_id
 from cdc_assets.sinks.mongodb.leases import MongoSplitLocks
 from cdc_assets.sinks.mongodb.ranges import order_agrees, range_filter
 from cdc_assets.sinks.mongodb.server import connect, has_transactions
-from cdc_assets.sinks.mongodb.staging import StageTarget, stage_rows
+from cdc_assets.sinks.mongodb.staging import task_write
 
 COPY_BATCH = 1000  # staged documents per insert_many inside the commit transaction
 ID_BATCH = 10_000  # `_id`s per $in
@@ -136,17 +135,11 @@ class MongoSink:
         self.client[staging.namespace].create_collection(staging.name)
 
     def staging_write(self, staging: TableId, export: RowExport) -> TaskWrite:
-        if export.format is not RowFormat.COLUMNS:
-            raise TableError(f"a MongoDB target stages {RowFormat.COLUMNS.value} rows, not {export.format.value}",
-                             "the source must export the format target_format() names")
-        if staging not in self._staged or not self._staged[staging][1]:
+        if not self._staged.get(staging, (None, ()))[1]:
             raise TableError(f"staging collection {staging} was not created by create_staging on {self.url}",
                              "call create_staging(staging, export, key) before staging_write")
         table, key = self._staged[staging]
-        schema = TableSchema(table, tuple(t.column for t in export.transports), key)
-        target = StageTarget(self.url.render(masked=False), staging.namespace, staging.name, schema,
-                             tuple(t.as_text for t in export.transports))
-        return TaskWrite(partial(stage_rows, target))
+        return task_write(self.url, staging, table, key, export)
 
     def staged_bytes(self, staging: TableId) -> int:
         stats = list(self.collection(staging).aggregate([{"$collStats": {"storageStats": {}}}]))

@@ -6,13 +6,16 @@ commit counts rows per split and copies the documents in without converting anyt
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Iterator
 
 from pymongo import MongoClient
 from pymongo.errors import BulkWriteError
 
-from cdc_assets.core.boundary import SPLIT_COLUMN
-from cdc_assets.core.tables import TableSchema
+from cdc_assets.core.boundary import SPLIT_COLUMN, RowExport, RowFormat, TaskWrite
+from cdc_assets.core.tables import TableId, TableSchema
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.errors import TableError
 from cdc_assets.sinks.mongodb.documents import DocumentValueError, to_document
 from cdc_assets.sinks.mongodb.text_values import TextRefused, parse_text
 
@@ -30,6 +33,17 @@ class StageTarget:
     collection: str
     schema: TableSchema
     as_text: tuple[bool, ...]  # per table column, in schema order (the export's Transport.as_text)
+
+
+def task_write(url: DbUrl, staging: TableId, table: TableId, key: tuple[str, ...], export: RowExport) -> TaskWrite:
+    """The write Spark runs per partition: `stage_rows` with everything it needs bound, picklable."""
+    if export.format is not RowFormat.COLUMNS:
+        raise TableError(f"a MongoDB target stages {RowFormat.COLUMNS.value} rows, not {export.format.value} "
+                         f"(table {table})", "the source must export the format the sink's target_format() names")
+    schema = TableSchema(table, tuple(t.column for t in export.transports), key)
+    target = StageTarget(url.render(masked=False), staging.namespace, staging.name, schema,
+                         tuple(t.as_text for t in export.transports))
+    return TaskWrite(partial(stage_rows, target))
 
 
 def staged_document(target: StageTarget, values: tuple) -> dict:
