@@ -104,8 +104,13 @@ class MongoSink:
             raise TableError(f"table {schema.table} has a column named _id that is not its key; in the MongoDB "
                              f"target {self.url} the key is _id", "leave it out with source.exclude_columns")
         database = self.client[schema.table.namespace]
-        if schema.table.name not in database.list_collection_names(filter={"name": schema.table.name}):
+        created = schema.table.name not in database.list_collection_names(filter={"name": schema.table.name})
+        if created:
             database.create_collection(schema.table.name)
+        if len(schema.primary_key) > 1:
+            # Splits cut on the first key column, inside `_id`: the `_id` index cannot serve a range on it alone.
+            self.collection(schema.table).create_index(f"{ID}.{schema.primary_key[0]}", name="_cdc_split_column")
+        if created:
             return True
         sample = self.collection(schema.table).find_one({}, {ID: 1})
         if id_form_differs(sample, schema):
