@@ -373,3 +373,29 @@ def test_a_lease_is_taken_when_free_ours_or_expired_by_the_servers_clock():
     assert take_filter("t1|s3", "me") == {
         "_id": "t1|s3", "$or": [{"owner": "me"}, {"$expr": {"$lt": ["$expires_at", "$$NOW"]}}]}
     assert take_update("me") == [{"$set": {"owner": "me", "expires_at": {"$add": ["$$NOW", LEASE_SECS * 1000]}}}]
+
+
+def test_the_sink_and_the_position_store_speak_the_engines_protocols():
+    """Structural: every method of `Sink` (and `PositionStore`, plus `write_in`) with the same parameters."""
+    import inspect
+
+    from cdc_assets.core.boundary import Sink
+    from cdc_assets.resumer.store import PositionStore
+    from cdc_assets.sinks.mongodb.positions import MongoPositionStore
+    from cdc_assets.sinks.mongodb.sink import MongoSink
+
+    for protocol, implementation in ((Sink, MongoSink), (PositionStore, MongoPositionStore)):
+        for name, member in vars(protocol).items():
+            if callable(member) and not name.startswith("_"):
+                ours = getattr(implementation, name, None)
+                assert ours is not None, f"{implementation.__name__} lacks {name}"
+                assert list(inspect.signature(ours).parameters) == list(inspect.signature(member).parameters), name
+    assert MongoSink.db_type == "mongo" and callable(MongoSink.split_locks) and callable(MongoPositionStore.write_in)
+
+
+def test_a_postgresql_array_travels_to_mongo_as_json_not_as_an_array_literal():
+    from cdc_assets.sources.postgres.types import select_expr
+
+    expr, as_text = select_expr(Column("tags", Kind.ARRAY, "integer[]"), '"tags"', "mongo")
+    assert (expr, as_text) == ('to_json("tags")::text', True)
+    assert parse_text(Kind.ARRAY, "[1,2,null]") == [1, 2, None]
