@@ -6,6 +6,7 @@ equal the source rows."""
 import datetime as dt
 import json
 import os
+import secrets
 import signal
 import subprocess
 import uuid
@@ -19,7 +20,7 @@ from bson.decimal128 import Decimal128
 from pymongo import MongoClient
 
 from cdc_assets.config import load_config
-from cdc_assets.core.tables import TableId
+from cdc_assets.core.tables import Kind, TableId
 from cdc_assets.engine.faults import ENV as CRASH_ENV
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.sinks.mongodb.documents import to_document
@@ -28,6 +29,7 @@ from cdc_assets_tests.support import MONGO_URL, cli_command, endpoint, mongo, so
 pytestmark = mongo
 ROWS = 1_000
 UTC = dt.timezone.utc
+BIG = secrets.token_hex(3000)  # 6 kB, incompressible: stored out of line (TOAST) by PostgreSQL
 
 MYSQL_SEED = [
     "CREATE TABLE kinds (id BIGINT PRIMARY KEY, amount DECIMAL(65,30), big BIGINT UNSIGNED, raw VARBINARY(16), "
@@ -35,6 +37,7 @@ MYSQL_SEED = [
     "INSERT INTO kinds VALUES (1, 12345.678900000000000000000000000000, 18446744073709551615, x'00ff10', "
     "'2024-02-29', '2024-02-29 23:59:59.123', '-838:59:59', b'0101', '{\"n\": 9007199254740993}', 'é', 0)",
     f"INSERT INTO kinds (id, amount, note) SELECT seq, seq / 7, CONCAT('row ', seq) FROM seq_2_to_{ROWS}",
+    f"UPDATE kinds SET note = '{BIG}' WHERE id IN (2, 5)",
 ]
 POSTGRES_SEED = [
     "CREATE SCHEMA {ns}",
@@ -44,6 +47,8 @@ POSTGRES_SEED = [
     "'2024-02-29 23:59:59.123', '2024-02-29 23:59:59.123+05:30', 'ab1154ac-acd8-49a4-8c61-756d70d3b21f', "
     "'{{\"x\": 0.10000000000000000000001}}', '{{1,2,NULL}}', 'é', 0)",
     f"INSERT INTO {{ns}}.kinds (id, amount, note) SELECT g, g / 7.0, 'row ' || g FROM generate_series(2, {ROWS}) g",
+    "ALTER TABLE {ns}.kinds ALTER COLUMN note SET STORAGE EXTERNAL",
+    f"UPDATE {{ns}}.kinds SET note = '{BIG}' WHERE id IN (2, 5)",  # an update of v alone logs note as unchanged
 ]
 FIRST_ROW = {
     "mysql": {"_id": 1, "amount": Decimal128("12345." + "6789" + "0" * 25),
@@ -103,10 +108,21 @@ def source_documents(path: Path, ns: str) -> dict:
         names = [c.name for c in schema.columns]
         quoted = f"`{ns}`.`kinds`" if rt.source.dialect == "mysql" else f'"{ns}"."kinds"'
         with rt.source.conn.cursor() as cur:
-            cur.execute(f"SELECT {', '.join(rt.source.quote(n) for n in names)} FROM {quoted}")
+            cur.execute(f"SELECT {', '.join(_select(c, rt.source.dialect, rt.source.quote(c.name)) for c in schema.columns)} "
+                        f"FROM {quoted}")
             return {row[0]: to_document(dict(zip(names, row)), schema) for row in cur.fetchall()}
     finally:
         rt.close()
+
+
+def _select(column, dialect: str, quoted: str) -> str:
+    """The forms the log gives these kinds: JSON as its text (psycopg2 would parse jsonb fractions into doubles),
+    BIT as its 0/1 digits (PyMySQL gives bytes)."""
+    if column.kind is Kind.JSON and dialect == "postgres":
+        return f"{quoted}::text"
+    if column.kind is Kind.BIT and dialect == "mysql":
+        return f"LPAD(BIN({quoted}), {column.length}, '0')"
+    return quoted
 
 
 def target_documents(client, ns: str) -> dict:
@@ -139,9 +155,10 @@ def changes(kind: str, ns: str) -> list[str]:
     t = f"`{ns}`.kinds" if kind == "mysql" else f"{ns}.kinds"
     return [f"INSERT INTO {t} (id, amount, note) VALUES ({ROWS + 1}, 1.5, 'new')",
             f"UPDATE {t} SET note = 'changed', v = v + 1 WHERE id BETWEEN 10 AND 60",
-            f"UPDATE {t} SET v = v + 1 WHERE id = 2",  # only v changes: a partial image where the log leaves columns out
+            f"UPDATE {t} SET v = v + 1 WHERE id = 2",  # PostgreSQL logs a partial row: note (TOASTed) left out
             f"DELETE FROM {t} WHERE id BETWEEN 100 AND 110",
             f"UPDATE {t} SET id = {ROWS + 50}, v = v + 1 WHERE id = 3",  # a key change
+            f"UPDATE {t} SET id = {ROWS + 60}, v = v + 1 WHERE id = 5",  # a key change without note: a move there
             f"UPDATE {t} SET amount = amount + 1 WHERE id = {ROWS + 1}; DELETE FROM {t} WHERE id = 4"]
 
 
@@ -159,6 +176,8 @@ def test_snapshot_then_log_into_mongo_document_by_document(tmp_path, servers, so
     assert_same(client, path, ns)
     got = target_documents(client, ns)
     assert ROWS + 50 in got and 3 not in got and 100 not in got and got[ROWS + 1]["amount"].to_decimal() == Decimal("2.5")
+    assert got[2]["note"] == BIG and got[2]["v"] == 1  # the partial row kept the column the log left out
+    assert 5 not in got and got[ROWS + 60]["note"] == BIG and got[ROWS + 60]["v"] == 1  # the moved document
 
     positions = client["cdc_assets_meta"]["task_position"]
     task = load_config(path).task_id
@@ -166,7 +185,7 @@ def test_snapshot_then_log_into_mongo_document_by_document(tmp_path, servers, so
     assert all(json.loads(d["position_data"])["type"] == "RdbSnapshotFinished" for d in finished)
     assert sum(json.loads(d["position_data"])["rows"] for d in finished) == ROWS  # committed with the documents
     checkpoint = positions.find_one({"task_id": task, "resumer_type": "CdcDoing", "position_key": "checkpoint"})
-    assert checkpoint is not None and json.loads(checkpoint["position_data"])["events"] == 1 + 51 + 1 + 11 + 1 + 2
+    assert checkpoint is not None and json.loads(checkpoint["position_data"])["events"] == 1 + 51 + 1 + 11 + 1 + 1 + 2
     assert any(i["unique"] for i in positions.list_indexes() if i["name"] == "task_position_key")
     assert not list(client[ns].list_collection_names(filter={"name": {"$regex": "^_cdc_stage_"}}))
 
