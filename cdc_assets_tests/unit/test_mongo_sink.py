@@ -399,3 +399,14 @@ def test_a_postgresql_array_travels_to_mongo_as_json_not_as_an_array_literal():
     expr, as_text = select_expr(Column("tags", Kind.ARRAY, "integer[]"), '"tags"', "mongo")
     assert (expr, as_text) == ('to_json("tags")::text', True)
     assert parse_text(Kind.ARRAY, "[1,2,null]") == [1, 2, None]
+
+
+@pytest.mark.parametrize("column, bound, kind", [
+    (Column("id", Kind.DATE, "date"), "0000-00-00", "date"),  # MySQL's zero date
+    (Column("id", Kind.DATETIME, "timestamp"), "infinity", "datetime"),
+    (Column("id", Kind.DATETIME, "datetime(6)"), "2024-01-01 00:00:00.000001", "datetime"),
+])
+def test_a_split_bound_without_a_bson_form_is_refused_naming_table_and_bound(column, bound, kind):
+    with pytest.raises(DocumentValueError, match=f"split bound '{bound}' of shop.orders on 'id'") as caught:
+        range_filter(schema(column), (KeyRange(bound, None),), kind)
+    assert "--replan" in caught.value.hint

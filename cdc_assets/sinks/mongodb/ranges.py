@@ -12,7 +12,7 @@ from decimal import Decimal
 
 from cdc_assets.core.splits import KeyRange, KeyValue
 from cdc_assets.core.tables import TableSchema
-from cdc_assets.sinks.mongodb.documents import ID, bson_value
+from cdc_assets.sinks.mongodb.documents import ID, DocumentValueError, bson_value
 
 # Key kind -> (source db_type -> BSON orders it as that source does). Conservative: True only where the order is
 # the same for every value the source can hold under that kind.
@@ -40,20 +40,32 @@ def split_field(schema: TableSchema) -> str:
 
 
 def bound(schema: TableSchema, value: KeyValue, kind: str) -> object:
-    """A range bound (its canonical JSON form, `core.keys.to_key_value`) as the BSON value of the split column."""
+    """A range bound (its canonical JSON form, `core.keys.to_key_value`) as the BSON value of the split column.
+    A bound no document can have (MySQL's zero date, PostgreSQL's infinity) is refused as its rows are."""
     column = schema.split_column
-    parsed: object = value
+    try:
+        return bson_value(column, _parsed(value, kind), schema)
+    except (ValueError, DocumentValueError) as exc:
+        reason = exc.message if isinstance(exc, DocumentValueError) else str(exc)
+        raise DocumentValueError(
+            f"split bound {value!r} of {schema.table} on '{column.name}' ({column.native}) has no BSON form "
+            f"({reason})",
+            "change or delete the rows holding that key on the source, then plan again (cdc-assets plan --replan)"
+        ) from None
+
+
+def _parsed(value: KeyValue, kind: str) -> object:
     if kind == "decimal":
-        parsed = Decimal(str(value))
-    elif kind == "date":
-        parsed = dt.date.fromisoformat(str(value))
-    elif kind == "datetime":
-        parsed = dt.datetime.fromisoformat(str(value))
-    elif kind == "uuid":
-        parsed = uuid.UUID(str(value))
-    elif kind == "binary":
-        parsed = bytes.fromhex(str(value))
-    return bson_value(column, parsed, schema)
+        return Decimal(str(value))
+    if kind == "date":
+        return dt.date.fromisoformat(str(value))
+    if kind == "datetime":
+        return dt.datetime.fromisoformat(str(value))
+    if kind == "uuid":
+        return uuid.UUID(str(value))
+    if kind == "binary":
+        return bytes.fromhex(str(value))
+    return value
 
 
 def range_filter(schema: TableSchema, ranges: tuple[KeyRange, ...], kind: str) -> dict:
