@@ -131,7 +131,7 @@ class SourceConfig(_Endpoint):
 
 
 class TargetConfig(_Endpoint):
-    pass
+    db_type: Literal["mysql", "postgres", "mongo"]  # a MongoDB target: sinks/mongodb
 
 
 class SnapshotConfig(_Model):

@@ -2,11 +2,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 from cdc_assets.core.boundary import Log, Sink, SnapshotSource
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.errors import ConfigError
+from cdc_assets.resumer.records import PositionRecord
+from cdc_assets.resumer.sql import SqlPositionStore
+from cdc_assets.resumer.store import PositionStore
+from cdc_assets.sinks.mongodb.positions import MongoPositionStore
+from cdc_assets.sinks.mongodb.sink import MongoSink
 from cdc_assets.sinks.mysql import MysqlSink
 from cdc_assets.sinks.postgres import PostgresSink
 from cdc_assets.sources.mongodb.log import MongoLog
@@ -32,6 +38,7 @@ SOURCES: dict[str, SourceEngine] = {
 SINKS: dict[str, Callable[..., Sink]] = {
     "mysql": MysqlSink,
     "postgres": PostgresSink,
+    "mongo": MongoSink,
 }
 
 
@@ -45,3 +52,18 @@ def sink_factory(db_type: str) -> Callable[..., Sink]:
     if db_type not in SINKS:
         raise ConfigError(f"no target for db_type {db_type!r}", f"use one of {sorted(SINKS)}")
     return SINKS[db_type]
+
+
+# Position tables in a database (`from_target`, `from_db`): (url, table full name, resume type). The MongoDB store
+# lives beside its sink (only sinks/mongodb may import pymongo) and is handed the record type it cannot import.
+POSITION_STORES: dict[str, Callable[[DbUrl, str, str], PositionStore]] = {
+    "mysql": SqlPositionStore,
+    "postgres": SqlPositionStore,
+    "mongo": partial(MongoPositionStore, record=PositionRecord),
+}
+
+
+def position_store_factory(db_type: str) -> Callable[[DbUrl, str, str], PositionStore]:
+    if db_type not in POSITION_STORES:
+        raise ConfigError(f"no position table for db_type {db_type!r}", f"use one of {sorted(POSITION_STORES)}")
+    return POSITION_STORES[db_type]

@@ -9,10 +9,9 @@ from cdc_assets.config import DbResumer, LogResumer, SqliteResumer, TargetResume
 from cdc_assets.core.boundary import Log, Sink, SnapshotSource
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.engine.plans import PlanStore
-from cdc_assets.engine.registry import sink_factory, source_engine
+from cdc_assets.engine.registry import position_store_factory, sink_factory, source_engine
 from cdc_assets.resumer.logfile import PositionLog
 from cdc_assets.resumer.resumer import Resumer
-from cdc_assets.resumer.sql import SqlPositionStore
 from cdc_assets.resumer.sqlite import SqlitePositionStore
 
 
@@ -57,9 +56,11 @@ class TaskRuntime:
         if isinstance(r, SqliteResumer):
             store = SqlitePositionStore(r.path or self.config.data_dir / "positions.sqlite")
         elif isinstance(r, TargetResumer):
-            store = SqlPositionStore(self.config.target.db_url, r.table_full_name, "from_target")
+            url = self.config.target.db_url
+            store = position_store_factory(url.db_type)(url, r.table_full_name, "from_target")
         elif isinstance(r, DbResumer):
-            store = SqlPositionStore(DbUrl.parse(r.url, "resumer.url"), r.table_full_name, "from_db")
+            url = DbUrl.parse(r.url, "resumer.url")
+            store = position_store_factory(url.db_type)(url, r.table_full_name, "from_db")
         elif isinstance(r, LogResumer):
             store = log if r.log_dir is None else PositionLog(r.log_dir)
             log = store

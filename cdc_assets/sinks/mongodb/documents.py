@@ -70,6 +70,32 @@ def to_document(row: dict, schema: TableSchema) -> dict:
     return document
 
 
+def key_from_id(value: object, schema: TableSchema) -> tuple:
+    """The source key of a document's `_id` (the reverse of `document_id`), in the Python types the sources'
+    drivers give, so that the source can be asked whether it still holds it."""
+    if len(schema.primary_key) == 1:
+        return (_python(schema.column(schema.primary_key[0]).kind, value),)
+    return tuple(_python(schema.column(name).kind, value[name]) for name in schema.primary_key)
+
+
+def _python(kind: Kind, value: object) -> object:
+    if isinstance(value, Decimal128):
+        number = value.to_decimal()
+        return int(number) if kind is Kind.UINT64 else number
+    if isinstance(value, Binary):
+        return value.as_uuid() if kind is Kind.UUID else bytes(value)
+    if kind is Kind.DATE and isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.datetime):
+        return value.replace(tzinfo=None) if kind is Kind.DATETIME else value.replace(tzinfo=dt.timezone.utc)
+    return int(value) if isinstance(value, Int64) else value
+
+
+def bson_value(column: Column, value: object, schema: TableSchema, key: tuple = ()) -> object:
+    """One value in its BSON form (a range bound, a column of a partial row); refusals as for documents."""
+    return _value(column, value, schema, key)
+
+
 def _value(column: Column, value: object, schema: TableSchema, key: tuple) -> object:
     if value is None:
         return None

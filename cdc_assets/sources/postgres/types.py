@@ -65,8 +65,9 @@ def select_expr(column: Column, quoted: str, target_dialect: str) -> tuple[str, 
                 f"ELSE {quoted}::text END"), True
     if column.native == "inet":
         return f"abbrev({quoted})", True  # the output function's text ('::1'); the cast to text adds '/128'
-    if column.kind == Kind.ARRAY and target_dialect == "mysql":
-        return f"to_json({quoted})::text", True  # MySQL has no arrays: a JSON array keeps every element
+    if column.kind == Kind.ARRAY and target_dialect in ("mysql", "mongo"):
+        # MySQL has no arrays, and a MongoDB target parses no array literal: a JSON array keeps every element.
+        return f"to_json({quoted})::text", True
     return f"{quoted}::text", True
 
 

@@ -1,0 +1,221 @@
+"""MongoDB as a target: one collection per source table (`namespace.name` -> database.collection), each row a
+document keyed by `_id` (`documents.py`), staging collections written inside Spark tasks, and commits in a
+multi-document transaction on a replica set.
+
+A group's commit (`merge_staged`) deletes what the splits cover in the target, by range on `_id` where BSON orders
+the key as the source does (`ranges.order_agrees`), else by the staged `_id`s, then copies the staged documents
+in through the driver, batch by batch, all inside the commit's transaction ($merge/$out cannot run in one).
+"""
+from __future__ import annotations
+
+import hashlib
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator
+
+from pymongo import MongoClient
+from pymongo.client_session import ClientSession
+from pymongo.read_concern import ReadConcern
+from pymongo.write_concern import WriteConcern
+
+from cdc_assets.core.batches import TableChanges
+from cdc_assets.core.boundary import SPLIT_COLUMN, RowExport, RowFormat, SplitRanges, TargetFormat, TaskWrite
+from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.errors import TableError
+from cdc_assets.sinks.mongodb.changes import operations
+from cdc_assets.sinks.mongodb.documents import ID, key_from_id
+from cdc_assets.sinks.mongodb.leases import MongoSplitLocks
+from cdc_assets.sinks.mongodb.ranges import order_agrees, range_filter
+from cdc_assets.sinks.mongodb.server import connect, has_transactions
+from cdc_assets.sinks.mongodb.staging import task_write
+
+COPY_BATCH = 1000  # staged documents per insert_many inside the commit transaction
+ID_BATCH = 10_000  # `_id`s per $in
+
+# The BSON type each logical kind becomes (README "MongoDB as a target"); `documents.py` does the converting.
+BSON_TYPES = {
+    Kind.INT: "int/long", Kind.YEAR: "int", Kind.UINT64: "decimal", Kind.DECIMAL: "decimal",
+    Kind.FLOAT32: "double", Kind.FLOAT64: "double", Kind.BOOL: "bool", Kind.STRING: "string", Kind.ENUM: "string",
+    Kind.SET: "string", Kind.OTHER: "string", Kind.INTERVAL: "string", Kind.TIME: "string", Kind.BIT: "string",
+    Kind.BINARY: "binData", Kind.GEOMETRY: "binData", Kind.UUID: "binData(4)", Kind.DATE: "date",
+    Kind.DATETIME: "date", Kind.TIMESTAMP: "date", Kind.JSON: "object/array/scalar", Kind.ARRAY: "array",
+}
+
+
+def declared(column: Column, in_key: bool) -> str:
+    if column.kind not in BSON_TYPES:
+        raise TableError(f"column '{column.name}' ({column.native}) has no BSON mapping",
+                         "leave it out with source.exclude_columns")
+    return BSON_TYPES[column.kind]
+
+
+@dataclass
+class MongoTx:
+    """What the engine carries through a commit: the session whose transaction holds every write (None on a
+    standalone server, where each write stands alone)."""
+
+    client: MongoClient
+    session: ClientSession | None
+
+
+def staging_name(table: TableId, first_split: int) -> TableId:
+    """Deterministic per table and first split, so a crashed run's staging collection is replaced."""
+    digest = hashlib.sha256(str(table).encode()).hexdigest()[:10]
+    return TableId(table.namespace, f"_cdc_stage_{table.name[:48]}_{digest}_{first_split}")
+
+
+def id_form_differs(document: dict | None, schema: TableSchema) -> bool:
+    """An existing document whose `_id` is not the form `documents.document_id` writes for this key."""
+    if document is None:
+        return False
+    _id = document[ID]
+    if len(schema.primary_key) == 1:
+        return isinstance(_id, dict)
+    return not isinstance(_id, dict) or list(_id) != list(schema.primary_key)
+
+
+class MongoSink:
+    db_type = "mongo"
+    dialect = "mongo"
+
+    def __init__(self, url: DbUrl, source_db_type: str, write_batch_size: int | None = None) -> None:
+        # write_batch_size is the JDBC writer's; the staging TaskWrite batches by documents (staging.py)
+        self.url = url
+        self.source_db_type = source_db_type
+        self.client = connect(url)
+        self.transactional = has_transactions(self.client)
+        self._staged: dict[TableId, tuple[TableId, tuple[str, ...]]] = {}  # staging -> (table, key)
+
+    def collection(self, table: TableId):
+        return self.client[table.namespace][table.name]
+
+    def target_format(self) -> TargetFormat:
+        return TargetFormat(self.db_type, RowFormat.COLUMNS, declared)
+
+    def check_key_order(self, kind: str, source_db_type: str) -> bool:
+        return order_agrees(kind, source_db_type)
+
+    def ensure_table(self, schema: TableSchema) -> bool:
+        """Create the collection when missing (True). An existing one is accepted when its documents' `_id` has
+        the form this key gives (a value, or a sub-document of the key columns in order): other `_id`s would
+        never match a key, and every row would be written a second time beside them."""
+        names = {c.name for c in schema.columns}
+        if ID in names and schema.primary_key != (ID,):
+            raise TableError(f"table {schema.table} has a column named _id that is not its key; in the MongoDB "
+                             f"target {self.url} the key is _id", "leave it out with source.exclude_columns")
+        database = self.client[schema.table.namespace]
+        created = schema.table.name not in database.list_collection_names(filter={"name": schema.table.name})
+        if created:
+            database.create_collection(schema.table.name)
+        if len(schema.primary_key) > 1:
+            # Splits cut on the first key column, inside `_id`: the `_id` index cannot serve a range on it alone.
+            self.collection(schema.table).create_index(f"{ID}.{schema.primary_key[0]}", name="_cdc_split_column")
+        if created:
+            return True
+        sample = self.collection(schema.table).find_one({}, {ID: 1})
+        if id_form_differs(sample, schema):
+            raise TableError(
+                f"collection {schema.table} on {self.url} holds documents whose _id {sample[ID]!r} is not the form "
+                f"the key ({', '.join(schema.primary_key)}) takes (" +
+                ("a value" if len(schema.primary_key) == 1 else "a sub-document of the key columns in key order") + ")",
+                "drop the collection so it is created from the source, or target another collection")
+        return False
+
+    def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
+        """Documents have no schema; existing ones get the new fields as null, as a SQL ADD COLUMN gives them."""
+        if columns:
+            for column in columns:
+                self.collection(schema.table).update_many({column.name: {"$exists": False}},
+                                                          {"$set": {column.name: None}})
+
+    def staging_table(self, table: TableId, first_split: int) -> TableId:
+        staging = staging_name(table, first_split)
+        self._staged[staging] = (table, ())
+        return staging
+
+    def create_staging(self, staging: TableId, export: RowExport, key: tuple[str, ...]) -> None:
+        """The key comes here, not with the write: Spark tasks need it to build each staged `_id`."""
+        self._staged[staging] = (self._staged.get(staging, (staging, ()))[0], key)
+        self.collection(staging).drop()
+        self.client[staging.namespace].create_collection(staging.name)
+
+    def staging_write(self, staging: TableId, export: RowExport) -> TaskWrite:
+        if not self._staged.get(staging, (None, ()))[1]:
+            raise TableError(f"staging collection {staging} was not created by create_staging on {self.url}",
+                             "call create_staging(staging, export, key) before staging_write")
+        table, key = self._staged[staging]
+        return task_write(self.url, staging, table, key, export)
+
+    def staged_bytes(self, staging: TableId) -> int:
+        stats = list(self.collection(staging).aggregate([{"$collStats": {"storageStats": {}}}]))
+        if not stats:
+            return 0
+        storage = stats[0].get("storageStats", {})
+        return int(storage.get("size", 0)) + int(storage.get("totalIndexSize", 0))
+
+    @contextmanager
+    def transaction(self) -> Iterator[MongoTx]:
+        """`with sink.transaction() as tx:` every write given `tx.session` commits when the block ends, or none
+        when it raises. Majority writes and snapshot reads: a commit the primary acknowledged survives a failover."""
+        with self.client.start_session() as session:
+            if not self.transactional:
+                yield MongoTx(self.client, None)
+                return
+            with session.start_transaction(read_concern=ReadConcern("snapshot"),
+                                           write_concern=WriteConcern("majority")):
+                yield MongoTx(self.client, session)
+
+    def merge_staged(self, tx: MongoTx, schema: TableSchema, staging: TableId, export: RowExport,
+                     replace: SplitRanges) -> dict[int, int]:
+        target, staged = self.collection(schema.table), self.collection(staging)
+        counts = {int(d[ID]): int(d["n"]) for d in staged.aggregate(
+            [{"$group": {ID: f"${SPLIT_COLUMN}", "n": {"$sum": 1}}}], session=tx.session)}
+        if replace.by_range:
+            target.delete_many(range_filter(schema, replace.ranges, replace.kind), session=tx.session)
+        else:
+            for ids in _batches((d[ID] for d in staged.find({}, {ID: 1}, session=tx.session)), ID_BATCH):
+                target.delete_many({ID: {"$in": ids}}, session=tx.session)
+        for documents in _batches(staged.find({}, {SPLIT_COLUMN: 0}, session=tx.session), COPY_BATCH):
+            target.insert_many(documents, ordered=True, session=tx.session)
+        return counts
+
+    def unstaged_keys(self, tx: MongoTx, schema: TableSchema, staging: TableId, export: RowExport,
+                      replace: SplitRanges) -> list[tuple]:
+        """Keys the target holds in the splits' ranges by BSON's order that the group did not stage."""
+        target, staged = self.collection(schema.table), self.collection(staging)
+        out = []
+        held = (d[ID] for d in target.find(range_filter(schema, replace.ranges, replace.kind), {ID: 1},
+                                           session=tx.session))
+        for ids in _batches(held, ID_BATCH):
+            present = {repr(d[ID]) for d in staged.find({ID: {"$in": ids}}, {ID: 1}, session=tx.session)}
+            out += [key_from_id(i, schema) for i in ids if repr(i) not in present]
+        return out
+
+    def drop_staging(self, staging: TableId) -> None:
+        self.collection(staging).drop()
+        self._staged.pop(staging, None)
+
+    def apply_changes(self, tx: MongoTx, schema: TableSchema, changes: TableChanges) -> None:
+        target = self.collection(schema.table)
+        ops = operations(schema, changes, lambda _id: target.find_one({ID: _id}, session=tx.session),
+                         f"the target {self.url}")
+        if ops:
+            target.bulk_write(ops, ordered=True, session=tx.session)
+
+    def split_locks(self, task_id: str) -> MongoSplitLocks:
+        return MongoSplitLocks(self.url, task_id)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _batches(items, size: int) -> Iterator[list]:
+    batch: list = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
