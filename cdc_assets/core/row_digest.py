@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import struct
 import uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -41,6 +42,8 @@ def canonical(value: Any, kind: Kind) -> str:
         # The target may declare a wider scale (unconstrained numeric -> decimal(65,30)): compare the number.
         return format(value.normalize(), "f") if value.is_finite() else str(value)
     if isinstance(value, float):
+        if kind == Kind.FLOAT32:  # one driver reads FLOAT as the server's short text, another as its double value
+            return format(struct.unpack("f", struct.pack("f", value))[0], ".9g")
         return repr(value)
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:

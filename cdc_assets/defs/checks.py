@@ -1,6 +1,5 @@
 """Asset checks: each split's rows in the target equal the source's, compared at one log position while the log
 phase keeps running (engine/verify.py)."""
-from __future__ import annotations
 
 import dagster as dg
 
@@ -13,6 +12,8 @@ from cdc_assets.errors import CdcError
 
 SPLIT_CHECK = "split_matches_source"
 TABLE_CHECK = "table_matches_source"
+PARTITION = "dagster/partition"
+RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 
 def split_check(config: TaskConfig, table: TableId) -> dg.AssetChecksDefinition:
@@ -30,10 +31,24 @@ def table_check(config: TaskConfig, table: TableId) -> dg.AssetChecksDefinition:
     @dg.asset_check(asset=asset_key(config.task_id, table), name=TABLE_CHECK,
                     description="Every split of the table equal in source and target (split by split, each at one "
                                 "log position); names the splits that differ.")
-    def _check(cdc_task: CdcTask) -> dg.AssetCheckResult:
-        return _result(_run(cdc_task, table, None))
+    def _check(context: dg.AssetCheckExecutionContext, cdc_task: CdcTask) -> dg.AssetCheckResult:
+        return _result(_run(cdc_task, table, _run_splits(context, cdc_task, table)))
 
     return _check
+
+
+def _run_splits(context: dg.AssetCheckExecutionContext, cdc_task: CdcTask, table: TableId) -> list[str] | None:
+    """Dagster runs this check with every materialization of the asset, a partition's too: then it checks the
+    splits the run materialized (a repair), not the whole table again. Alone, it checks every split."""
+    tags = context.run.tags
+    if PARTITION in tags:
+        return [tags[PARTITION]]
+    if RANGE_START in tags:
+        plan = cdc_task.runtime.plans.load(table)
+        ids = [s.id for s in plan.splits] if plan else []
+        if tags[RANGE_START] in ids and tags.get(RANGE_END) in ids:
+            return ids[ids.index(tags[RANGE_START]):ids.index(tags[RANGE_END]) + 1]
+    return None
 
 
 def _run(cdc_task: CdcTask, table: TableId, split_ids: list[str] | None) -> list[SplitCheck]:

@@ -3,6 +3,7 @@ updates and inserts rows of every split. One corrupted target row fails exactly 
 the Dagster asset check on a real instance); materializing that partition repairs it, while the writer goes on;
 with no corruption, every split passes round after round (no false alarm)."""
 import random
+import subprocess
 import threading
 import time
 
@@ -19,7 +20,7 @@ from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.verify import FAILED, PASSED, verify_table
-from cdc_assets_tests.support import snapshot_all, source_database, write_config
+from cdc_assets_tests.support import cli_command, snapshot_all, source_database, write_config
 
 ROWS = 600
 CORRUPT = 250  # in the second split; the writer leaves it alone, so only the repair can make it right again
@@ -43,7 +44,7 @@ def task(request, tmp_path, servers, unique_name, pg_target, spark):
     """A snapshotted task into PostgreSQL, a running sync and a running writer; yields (config path, config,
     runtime, source kind, namespace, target connection, writer)."""
     kind = request.param
-    seed = MYSQL_SEED if kind == "mysql" else [s.format(ns=unique_name) for s in POSTGRES_SEED]
+    seed = MYSQL_SEED if kind == "mysql" else [s.replace("{ns}", unique_name) for s in POSTGRES_SEED]
     with source_database(servers, kind, unique_name, seed):
         path = write_config(tmp_path, servers, task_id=f"ver_{unique_name}", source=kind, source_db=unique_name,
                             tables=[f"{unique_name}.items"], target="postgres", target_db=pg_target[0],
@@ -57,6 +58,9 @@ def task(request, tmp_path, servers, unique_name, pg_target, spark):
         syncer = TaskRuntime(config)
         sync_thread = threading.Thread(target=sync, args=(syncer,), kwargs={"stop": stop}, daemon=True)
         sync_thread.start()
+        deadline = time.monotonic() + 60
+        while rt.resumer.checkpoint() is None and time.monotonic() < deadline:
+            time.sleep(0.2)  # the sync's first checkpoint: verification does not wait for a sync to start
         writer = Writer(servers, kind, unique_name)
         writer.start()
         try:
@@ -115,6 +119,11 @@ def test_corrupted_row_fails_exactly_its_split_and_materializing_repairs_it(task
     [failed] = [c for c in checks if c.status == FAILED]
     assert f"different 1 ({CORRUPT})" in failed.detail and "materialize partition" in failed.detail
 
+    cli = subprocess.run(cli_command(path, "verify", "--table", str(table), "--wait", "60"), capture_output=True,
+                         text=True, timeout=300)
+    assert cli.returncode == 1, cli.stderr
+    assert f"{bad}: FAILED" in cli.stdout and f"{table}:0000: PASSED" in cli.stdout, cli.stdout
+
     defs = build_definitions(config, str(path))
     asset = defs.get_assets_def(asset_key(config.task_id, table))
     split_check = defs.get_asset_checks_def(dg.AssetCheckKey(asset.key, SPLIT_CHECK))
@@ -123,9 +132,12 @@ def test_corrupted_row_fails_exactly_its_split_and_materializing_repairs_it(task
     with dg.instance_for_test() as instance:
         register(instance, config.task_id, [tp.plan for tp in ensure_plans(rt)])
 
-        def evaluate(check, **kwargs):
+        def evaluate(check, partition_key=None):
+            # As the UI's "Execute check" on a partition does: the run carries the partition as its tag (Dagster
+            # 1.13 derives a run's partitions definition from selected assets, and only the check is selected).
+            tags = {"dagster/partition": partition_key} if partition_key else {}
             result = dg.materialize([asset, check], instance=instance, resources=resources,
-                                    selection=dg.AssetSelection.checks(check), **kwargs)
+                                    selection=dg.AssetSelection.checks(check), tags=tags)
             [evaluation] = result.get_asset_check_evaluations()
             return evaluation
 
