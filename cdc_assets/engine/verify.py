@@ -30,11 +30,10 @@ from cdc_assets.dbapi.connect import connect, qualified, quote_ident
 from cdc_assets.engine.planning import describe
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import PlanError
-from cdc_assets.resumer.records import PositionRecord, now_text
+from cdc_assets.resumer.records import SPLIT_VERIFY, PositionRecord, now_text
 from cdc_assets.sources.base import present_keys
 from cdc_assets.sources.split_hold import hold_range
 
-SPLIT_VERIFY = "SplitVerify"  # position records: the last verification of each split
 WAIT_SECS = 120.0  # default wait for the checkpoint, at each of steps 1 and 4
 POLL_SECS = 0.2
 
@@ -187,7 +186,7 @@ def _record(rt: TaskRuntime, checks: list[SplitCheck]) -> None:
         "source_rows": c.source_rows, "target_rows": c.target_rows, "checked_at": now_text(),
         "high_watermark": finished[c.split_id].position_data.get("high_watermark") if c.split_id in finished else None,
     }) for c in checks]
-    rt.resumer.store.put(records)
+    rt.resumer.record(records)
 
 
 def last_results(rt: TaskRuntime, split_ids: list[str]) -> dict[str, PositionRecord]:

@@ -17,6 +17,7 @@ SNAPSHOT_DOING = "SnapshotDoing"
 SNAPSHOT_FINISHED = "SnapshotFinished"
 CDC_DOING = "CdcDoing"
 CDC_SCHEMA = "CdcSchema"
+SPLIT_VERIFY = "SplitVerify"  # the last verification of a split (engine/verify.py)
 CHECKPOINT_KEY = "checkpoint"
 
 

@@ -58,11 +58,11 @@ def task(request, tmp_path, servers, unique_name, pg_target, spark):
         syncer = TaskRuntime(config)
         sync_thread = threading.Thread(target=sync, args=(syncer,), kwargs={"stop": stop}, daemon=True)
         sync_thread.start()
-        deadline = time.monotonic() + 60
-        while rt.resumer.checkpoint() is None and time.monotonic() < deadline:
-            time.sleep(0.2)  # the sync's first checkpoint: verification does not wait for a sync to start
         writer = Writer(servers, kind, unique_name)
         writer.start()
+        deadline = time.monotonic() + 60
+        while rt.resumer.checkpoint() is None and time.monotonic() < deadline:
+            time.sleep(0.2)  # the sync's first checkpoint (after the first change): verification waits for none
         try:
             yield path, config, rt, kind, unique_name, pg_target[1], writer
         finally:
