@@ -178,8 +178,11 @@ def _settle_foreign_keys(rt: TaskRuntime, schema: TableSchema, plan: SplitPlan, 
 
 
 def _record(rt: TaskRuntime, checks: list[SplitCheck]) -> None:
-    """The last result per split, and the finished marker it was made against: a repair re-reads the split only
-    while that marker stands (engine/repair.py)."""
+    """The last conclusive result per split, and the finished marker it was made against: a repair re-reads the
+    split only while that marker stands (engine/repair.py). An inconclusive check leaves a failure standing."""
+    checks = [c for c in checks if c.status != INCONCLUSIVE]
+    if not checks:
+        return
     finished = rt.resumer.finished([c.split_id for c in checks])
     records = [PositionRecord(rt.config.task_id, SPLIT_VERIFY, c.split_id, {
         "type": SPLIT_VERIFY, "status": c.status, "detail": c.detail, "position": c.position,
