@@ -1,7 +1,7 @@
 """The snapshot of a batch of splits of one table: low watermark, Spark read and staging write, high
 watermark, then one target transaction (`sink.transaction()`, as the log phase uses) that replaces the splits'
 rows with the staged ones, applies the backfill and (with `from_target`) writes the finished markers. Splits
-already finished are skipped, never re-read.
+already finished are skipped, never re-read, unless their last verification failed (engine/repair.py).
 """
 from __future__ import annotations
 
@@ -106,11 +106,11 @@ def _lease(rt: TaskRuntime, locks: SplitLocks, group: list[Split], results: list
     (`again`: being repaired, unless another run repaired them meanwhile)."""
     locks.acquire([s.id for s in group], rt.config.snapshot.split_lock_timeout_secs)
     finished = rt.resumer.finished([s.id for s in group])
-    finished = {s: r for s, r in finished.items() if s not in again or s not in needing_repair(rt, {s: r})}
-    done = [s.id for s in group if s.id in finished]
+    redo = needing_repair(rt, {s: r for s, r in finished.items() if s in again})
+    done = [s.id for s in group if s.id in finished and s.id not in redo]
     locks.release(done)
     results += [_skipped(finished[s]) for s in done]
-    return [s for s in group if s.id not in finished]
+    return [s for s in group if s.id not in done]
 
 
 def _read_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, transports: list[Transport],
