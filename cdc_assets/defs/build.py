@@ -6,6 +6,7 @@ import dagster as dg
 from cdc_assets.config import TaskConfig
 from cdc_assets.defs.assets import table_asset
 from cdc_assets.defs.headroom_check import headroom_check, headroom_job, headroom_schedule
+from cdc_assets.defs.checks import split_check, table_check
 from cdc_assets.defs.incremental import incremental_job, incremental_sensor
 from cdc_assets.defs.reset_job import reset_job
 from cdc_assets.defs.resources import CdcTask, task_spark
@@ -19,7 +20,7 @@ def build_definitions(config: TaskConfig, config_path: str) -> dg.Definitions:
     checks_job = headroom_job(config, check)
     return dg.Definitions(
         assets=assets,
-        asset_checks=[check],
+        asset_checks=[check, *(c for t in config.source.table_ids for c in (split_check(config, t), table_check(config, t)))],
         jobs=[job, checks_job, reset_job(config)],
         schedules=[headroom_schedule(checks_job)],
         sensors=[split_planner_sensor(config, config_path), incremental_sensor(config, config_path, job)],

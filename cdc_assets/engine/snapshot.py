@@ -1,7 +1,7 @@
 """The snapshot of a batch of splits of one table: low watermark, Spark read and staging write, high
 watermark, then one target transaction (`sink.transaction()`, as the log phase uses) that replaces the splits'
 rows with the staged ones, applies the backfill and (with `from_target`) writes the finished markers. Splits
-already finished are skipped, never re-read.
+already finished are skipped, never re-read, unless their last verification failed (engine/repair.py).
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from cdc_assets.core.splits import Split, SplitPlan
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.backfill import backfill
 from cdc_assets.engine.planning import describe
+from cdc_assets.engine.repair import held_for_repair, needing_repair
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import CdcError, PlanError
 from cdc_assets.resumer.records import now_text
@@ -44,11 +45,14 @@ def snapshot_splits(rt: TaskRuntime, table: TableId, split_ids: list[str]) -> li
     if plan is None:
         raise PlanError(f"{table} has no split plan", "run `cdc-assets plan` first")
     finished = rt.resumer.finished(split_ids)
-    done = [_skipped(finished[s]) for s in split_ids if s in finished]
-    todo = [plan.split(s) for s in split_ids if s not in finished]
+    again = needing_repair(rt, finished)  # failed their verification: read again (engine/repair.py)
+    done = [_skipped(finished[s]) for s in split_ids if s in finished and s not in again]
+    todo = [plan.split(s) for s in split_ids if s not in finished or s in again]
     if not todo:
         return done
-    return done + _pipeline(rt, plan, describe(rt, table), todo)
+    schema = describe(rt, table)
+    with held_for_repair(rt, plan, schema, [s for s in todo if s.id in again]):
+        return done + _pipeline(rt, plan, schema, todo, again)
 
 
 @dataclass
@@ -64,7 +68,8 @@ class _StagedGroup:
     finished: list = field(default_factory=list)
 
 
-def _pipeline(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: list[Split]) -> list[SplitResult]:
+def _pipeline(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: list[Split],
+              again: set[str] = frozenset()) -> list[SplitResult]:
     """Read groups of splits one Spark wave at a time, committing each group while the next one reads.
 
     The commit is one PostgreSQL/MySQL backend working alone: overlapping it with the next read keeps both
@@ -79,7 +84,7 @@ def _pipeline(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: lis
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdc-commit") as committer:
             try:
                 for group in groups:
-                    group = _lease(rt, locks, group, results)
+                    group = _lease(rt, locks, group, results, again)
                     if not group:
                         continue
                     staged = _read_group(rt, plan, schema, group)
@@ -92,14 +97,17 @@ def _pipeline(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: lis
     return results
 
 
-def _lease(rt: TaskRuntime, locks: SplitLeases, group: list[Split], results: list[SplitResult]) -> list[Split]:
-    """Lease the group's splits; those another run finished while this one waited are reported as skipped."""
+def _lease(rt: TaskRuntime, locks: SplitLeases, group: list[Split], results: list[SplitResult],
+           again: set[str]) -> list[Split]:
+    """Lease the group's splits; those another run finished while this one waited are reported as skipped
+    (`again`: being repaired, unless another run repaired them meanwhile)."""
     locks.acquire([s.id for s in group], rt.config.snapshot.split_lock_timeout_secs)
     finished = rt.resumer.finished([s.id for s in group])
-    done = [s.id for s in group if s.id in finished]
+    redo = needing_repair(rt, {s: r for s, r in finished.items() if s in again})
+    done = [s.id for s in group if s.id in finished and s.id not in redo]
     locks.release(done)
     results += [_skipped(finished[s]) for s in done]
-    return [s for s in group if s.id not in finished]
+    return [s for s in group if s.id not in done]
 
 
 def _read_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: list[Split]) -> _StagedGroup:

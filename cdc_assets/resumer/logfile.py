@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Sequence
 
 from cdc_assets.resumer.records import (CDC_DOING, CDC_RESET, CDC_SCHEMA, SNAPSHOT_DOING, SNAPSHOT_FINISHED,
-                                        PositionRecord, now_text)
+                                        SPLIT_VERIFY, PositionRecord, now_text)
 
 POSITION_LOG = "position.log"
 FINISHED_LOG = "finished.log"
-_KINDS = {CDC_DOING: "checkpoint_position", CDC_SCHEMA: "schema_version", CDC_RESET: "reset"}
+_KINDS = {CDC_DOING: "checkpoint_position", CDC_SCHEMA: "schema_version", CDC_RESET: "reset",
+          SPLIT_VERIFY: "split_verify"}
 _TYPES = {kind: resumer_type for resumer_type, kind in _KINDS.items()}
 
 

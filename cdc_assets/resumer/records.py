@@ -19,6 +19,7 @@ SNAPSHOT_FINISHED = "SnapshotFinished"
 CDC_DOING = "CdcDoing"
 CDC_SCHEMA = "CdcSchema"
 CDC_RESET = "CdcReset"  # one per reset of the checkpoint, keyed by its time: who moved it, from where, to where
+SPLIT_VERIFY = "SplitVerify"  # the last verification of a split (engine/verify.py)
 CHECKPOINT_KEY = "checkpoint"
 
 

@@ -110,6 +110,10 @@ class Resumer:
         log files."""
         self._put(records, store=not self.writes_in_target)
 
+    def record(self, records: Sequence[PositionRecord]) -> None:
+        """Records that commit with nothing in the target (verification results): the store and the log files."""
+        self._put(records)
+
     def checkpoint(self) -> Checkpoint | None:
         [record] = self.store.load(self.task_id, CDC_DOING, [CHECKPOINT_KEY]) or [None]
         if record is None:

@@ -1,0 +1,103 @@
+"""One digest per row that is equal on MySQL/MariaDB and PostgreSQL for the same logical values, and the
+comparison of a split's digests on both sides.
+
+The two engines (and their drivers) hand the same value back in different forms: DECIMAL '1.50' vs numeric
+'1.5000' when the target widened the scale, BIT as bytes vs a bit string, JSON as text vs a parsed jsonb,
+TIMESTAMP as a naive UTC datetime vs an aware one, TIME as a timedelta vs an interval or a time. `canonical`
+renders each as one text per kind before hashing, so the digest compares values, not their spelling.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import struct
+import uuid
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Iterable
+
+from cdc_assets.core.tables import Kind
+
+NULL = "\\N"  # cannot collide with a rendered value: every text value is JSON-quoted
+SAMPLE_KEYS = 10  # differing keys named per split
+
+
+def canonical(value: Any, kind: Kind) -> str:
+    """The text a value of `kind` is compared by, whichever engine and driver returned it."""
+    if value is None:
+        return NULL
+    if isinstance(value, memoryview | bytearray):
+        value = bytes(value)
+    if kind == Kind.BIT:
+        return str(int.from_bytes(value, "big") if isinstance(value, bytes) else int(str(value), 2))
+    if kind == Kind.JSON or kind == Kind.ARRAY:
+        parsed = json.loads(value) if isinstance(value, str | bytes) else value
+        return json.dumps(parsed, sort_keys=True, separators=(",", ":"), default=str)
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, Decimal):
+        # The target may declare a wider scale (unconstrained numeric -> decimal(65,30)): compare the number.
+        return format(value.normalize(), "f") if value.is_finite() else str(value)
+    if isinstance(value, float):
+        if kind == Kind.FLOAT32:  # one driver reads FLOAT as the server's short text, another as its double value
+            return format(struct.unpack("f", struct.pack("f", value))[0], ".9g")
+        return repr(value)
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return value.isoformat(sep=" ")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):  # MySQL TIME, PostgreSQL interval without months
+        return f"{value // dt.timedelta(microseconds=1)}us"
+    if isinstance(value, dt.time):  # PostgreSQL time: the same instant of the day as a MySQL TIME's timedelta
+        return f"{((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond}us"
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, uuid.UUID) or kind == Kind.UUID:
+        return json.dumps(str(value).lower())
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def digest(values: Iterable[Any], kinds: Iterable[Kind]) -> str:
+    return hashlib.sha256("\x1f".join(canonical(v, k) for v, k in zip(values, kinds)).encode()).hexdigest()[:32]
+
+
+def key_text(values: Iterable[Any], kinds: Iterable[Kind]) -> str:
+    """A key as one comparable text (also what a report names)."""
+    return ", ".join(canonical(v, k) for v, k in zip(values, kinds))
+
+
+@dataclass(frozen=True)
+class SplitDiff:
+    """Keys (as `key_text`) that differ between the source's and the target's rows of one split."""
+
+    source_rows: int
+    target_rows: int
+    missing: list[str] = field(default_factory=list)  # in the source, not in the target
+    extra: list[str] = field(default_factory=list)  # in the target, not in the source
+    changed: list[str] = field(default_factory=list)  # in both, with other values
+
+    @property
+    def equal(self) -> bool:
+        return not (self.missing or self.extra or self.changed)
+
+    def summary(self) -> str:
+        if self.equal:
+            return f"{self.source_rows} rows equal"
+        parts = [f"{name} {len(keys)} ({'; '.join(sorted(keys)[:SAMPLE_KEYS])})"
+                 for name, keys in (("missing in the target", self.missing), ("extra in the target", self.extra),
+                                    ("different", self.changed)) if keys]
+        return f"source {self.source_rows} rows, target {self.target_rows}: " + ", ".join(parts)
+
+
+def compare(source: dict[str, str], target: dict[str, str]) -> SplitDiff:
+    """`source`, `target`: row digest by key text."""
+    return SplitDiff(
+        len(source), len(target),
+        missing=[k for k in source if k not in target],
+        extra=[k for k in target if k not in source],
+        changed=[k for k, d in source.items() if k in target and target[k] != d])

@@ -1,0 +1,53 @@
+"""Row digests compare values, not their spelling: the same logical row read through PyMySQL from MySQL and
+through psycopg2 from PostgreSQL (each value in the form that driver returns it) has one digest; any change of
+a value changes it."""
+import datetime as dt
+import uuid
+from decimal import Decimal
+
+from cdc_assets.core.row_digest import NULL, canonical, compare, digest, key_text
+from cdc_assets.core.tables import Kind
+
+KINDS = [Kind.INT, Kind.DECIMAL, Kind.TIMESTAMP, Kind.BIT, Kind.JSON, Kind.TIME, Kind.BINARY, Kind.UUID, Kind.BOOL,
+         Kind.STRING, Kind.FLOAT32]
+# MySQL/MariaDB through PyMySQL (UTC session): DECIMAL(10,2), TIMESTAMP naive UTC, BIT(4) as bytes, JSON as text,
+# TIME as timedelta, BLOB bytes, UUID as CHAR(36) text, TINYINT(1), FLOAT as the server prints it.
+MYSQL_ROW = (7, Decimal("1.50"), dt.datetime(2026, 1, 2, 3, 4, 5, 678000), b"\x05", '{"b": [1, 2], "a": 1}',
+             dt.timedelta(hours=1, minutes=2, seconds=3), b"\x00\xff", "6F9619FF-8B86-D011-B42D-00C04FC964FF", 1,
+             "héllo", 1.1)
+# The same row in PostgreSQL through psycopg2: numeric(65,30) from a widened scale, timestamptz aware, bit as a
+# bit string, jsonb parsed, time, bytea as memoryview, uuid, smallint, real.
+POSTGRES_ROW = (7, Decimal("1.500000000000000000000000000000"),
+                dt.datetime(2026, 1, 2, 4, 4, 5, 678000, tzinfo=dt.timezone(dt.timedelta(hours=1))), "0101",
+                {"a": 1, "b": [1, 2]}, dt.time(1, 2, 3), memoryview(b"\x00\xff"),
+                uuid.UUID("6f9619ff-8b86-d011-b42d-00c04fc964ff"), True, "héllo", 1.100000023841858)
+
+
+def test_the_same_row_from_both_engines_has_one_digest():
+    assert digest(MYSQL_ROW, KINDS) == digest(POSTGRES_ROW, KINDS)
+
+
+def test_every_changed_value_changes_the_digest():
+    changed = [Decimal("1.51"), dt.datetime(2026, 1, 2, 3, 4, 5, 679000), b"\x04", '{"a": 2, "b": [1, 2]}',
+               dt.timedelta(hours=1, minutes=2, seconds=4), b"\x00\xfe", "6f9619ff-8b86-d011-b42d-00c04fc964fe", 0,
+               "hello", 1.2]
+    base = digest(MYSQL_ROW, KINDS)
+    for i, value in enumerate(changed, start=1):
+        row = MYSQL_ROW[:i] + (value,) + MYSQL_ROW[i + 1:]
+        assert digest(row, KINDS) != base, KINDS[i]
+
+
+def test_null_is_not_the_text_of_a_value():
+    assert canonical(None, Kind.STRING) == NULL
+    assert canonical("\\N", Kind.STRING) != NULL and canonical("", Kind.STRING) != NULL
+
+
+def test_compare_names_missing_extra_and_changed_keys():
+    source = {key_text([1], [Kind.INT]): "a", key_text([2], [Kind.INT]): "b", key_text([3], [Kind.INT]): "c"}
+    target = {key_text([2], [Kind.INT]): "b", key_text([3], [Kind.INT]): "x", key_text([4], [Kind.INT]): "d"}
+    diff = compare(source, target)
+    assert (diff.missing, diff.extra, diff.changed) == (["1"], ["4"], ["3"])
+    assert not diff.equal
+    assert diff.summary() == ("source 3 rows, target 3: missing in the target 1 (1), extra in the target 1 (4), "
+                              "different 1 (3)")
+    assert compare(source, dict(source)).equal
