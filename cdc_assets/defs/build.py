@@ -7,6 +7,7 @@ from cdc_assets.config import TaskConfig
 from cdc_assets.defs.assets import table_asset
 from cdc_assets.defs.incremental import incremental_job, incremental_sensor
 from cdc_assets.defs.resources import CdcTask, task_spark
+from cdc_assets.defs.savepoints import savepoint_jobs
 from cdc_assets.defs.sensors import split_planner_sensor
 
 
@@ -15,7 +16,7 @@ def build_definitions(config: TaskConfig, config_path: str) -> dg.Definitions:
     job = incremental_job(config)
     return dg.Definitions(
         assets=assets,
-        jobs=[job],
+        jobs=[job, *savepoint_jobs(config)],
         sensors=[split_planner_sensor(config, config_path), incremental_sensor(config, config_path, job)],
         resources={"cdc_task": CdcTask(config_path=config_path), "pyspark": task_spark(config)},
     )

@@ -44,6 +44,7 @@ log = logging.getLogger("cdc_assets.savepoints")
 LEASE_WAIT_SECS = 600.0  # a sync's runs are bounded; a rollback takes seconds
 LEASE_POLL_SECS = 0.5
 STARTED, COMMITTED = "started", "committed"
+ROLLBACK_MARK = "rolled_back_to"  # in a checkpoint a rollback wrote: which savepoint, when
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
@@ -271,6 +272,14 @@ def create(rt: TaskRuntime, name: str) -> SavepointReport:
     return SavepointReport(sp, time.monotonic() - started, "created")
 
 
+def rollback_mark(rt: TaskRuntime) -> str:
+    """"~<savepoint>@<time>" when the checkpoint is one a rollback wrote, else "": tells the run started after a
+    rollback from the one started earlier at the same position."""
+    record = _checkpoint_record(rt)
+    mark = record.position_data.get(ROLLBACK_MARK) if record else None
+    return f"~{mark}" if mark else ""
+
+
 def _fingerprint(finished: dict) -> str:
     return f"{finished.get('plan_id')}|{finished.get('high_watermark')}"
 
@@ -315,8 +324,9 @@ def rollback(rt: TaskRuntime, name: str) -> SavepointReport:
         tag.check(name, sp.log_tag, sp.position)
         later = [s for s in every if s.epoch > sp.epoch]
         images = BeforeImages(rt.sink)
-        checkpoint = PositionRecord(task, CDC_DOING, CHECKPOINT_KEY, sp.checkpoint)
-        intent = {"checkpoint": sp.checkpoint, "log_tag": sp.log_tag,
+        data = {**sp.checkpoint, ROLLBACK_MARK: f"{name}@{now_text()}"}
+        checkpoint = PositionRecord(task, CDC_DOING, CHECKPOINT_KEY, data)
+        intent = {"checkpoint": data, "log_tag": sp.log_tag,
                   "drop_tags": [s.log_tag for s in later]}
         with rt.sink.transaction() as cur:
             images.set_pending(cur, task, name, STARTED, intent)

@@ -68,7 +68,7 @@ class PgSavepointSlots:
         try:
             held = slot_state(conn, tag["slot"])
             task = slot_state(conn, self.task_slot)
-            if task is not None and held is not None and task.confirmed_flush_lsn <= held.confirmed_flush_lsn:
+            if task is not None and held is not None and task.confirmed_flush_lsn.lsn <= held.confirmed_flush_lsn.lsn:
                 return
             if task is not None:
                 drop_slot(conn, self.task_slot)
