@@ -2,8 +2,6 @@
 config), each run recording the savepoint on the run and as an observation of every table asset, so the asset
 pages list the task's savepoints. They carry the incremental runs' tag, so the run queue never starts one beside
 an incremental run of the same task (the task lease in the target enforces it for the CLI too)."""
-from __future__ import annotations
-
 import dagster as dg
 
 from cdc_assets.config import TaskConfig
@@ -33,8 +31,8 @@ def savepoint_jobs(config: TaskConfig) -> list[dg.JobDefinition]:
     return [_job(config, action) for action in ACTIONS]
 
 
-def _job(config: TaskConfig, action: str) -> dg.JobDefinition:
-    task_id = config.task_id
+def _job(task_config: TaskConfig, action: str) -> dg.JobDefinition:
+    task_id = task_config.task_id
     run, text = ACTIONS[action]
 
     @dg.op(name=f"{task_id}_savepoint_{action}_op", description=text)
