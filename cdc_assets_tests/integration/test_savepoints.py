@@ -2,6 +2,9 @@
 SQLite: snapshot, sync, savepoint, writer changes + sync, rollback: the target equals the source as it was when
 the savepoint was taken (captured from the source then, with no writer running); sync: the target equals the
 source now. Rollbacks are refused, naming why, when the log no longer reaches the savepoint or the plan changed."""
+import os
+import signal
+import subprocess
 import time
 
 import pytest
@@ -12,7 +15,7 @@ from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import CdcError
 from cdc_assets.sinks.before_images import BeforeImages
-from cdc_assets_tests.support import config_for, fetch_rows, snapshot_all, source_database
+from cdc_assets_tests.support import cli_command, config_for, fetch_rows, snapshot_all, source_database
 
 ROWS = 500
 
@@ -221,3 +224,69 @@ def test_rollback_is_refused_after_a_replan_and_when_the_savepoint_slot_is_gone(
         assert f"the plan of {table} changed" in str(caught.value)
     finally:
         rt.close()
+
+
+@pytest.mark.parametrize("source", ["mysql"], indirect=True)
+def test_sync_savepoint_on_stop_takes_it_at_the_batch_end_where_sigterm_stopped(tmp_path, servers, spark, source,
+                                                                                 pg_target):
+    kind, ns, conn = source
+    rt = task(tmp_path, servers, spark, source, pg_target, {"resume_type": "sqlite"})
+    path = tmp_path / f"sp_{ns}.yaml"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
+    try:
+        proc = subprocess.Popen(cli_command(path, "sync", "--savepoint-on-stop", "on_stop"), env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        run(conn, changes(ns, 1000))
+        want = rows(conn, kind, ns)
+        deadline = time.monotonic() + 60
+        while rows(pg_target[1], "postgres", ns) != want and time.monotonic() < deadline:
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0, out
+        assert "created savepoint on_stop" in out
+        [sp] = savepoints.list_savepoints(rt)
+        assert sp.name == "on_stop" and sp.position == rt.resumer.checkpoint().position
+        run(conn, changes(ns, 2000))
+        sync(rt, until_caught_up=True)
+        savepoints.rollback(rt, "on_stop")
+        assert rows(pg_target[1], "postgres", ns) == want
+    finally:
+        rt.close()
+
+
+@pytest.mark.parametrize("source", ["mysql"], indirect=True)
+def test_rollback_into_a_mariadb_target(tmp_path, servers, spark, source, mariadb_target):
+    kind, ns, conn = source
+    config = config_for(tmp_path, servers, task_id=f"spm_{ns}", source=kind, source_db=ns,
+                        tables=[f"{ns}.items", f"{ns}.pairs"], target="mysql", target_db="",
+                        target_server=mariadb_target, snapshot={"split_size": 200},
+                        resumer={"resume_type": "from_target"})
+    rt = TaskRuntime(config)
+    rt.adopt_spark(spark)
+    target = mariadb_target.connect()
+    try:
+        snapshot_all(rt)
+        sync(rt, until_caught_up=True)
+        savepoints.create(rt, "a")
+        at_a = rows(conn, kind, ns)
+        run(conn, changes(ns, 1000))
+        sync(rt, until_caught_up=True)
+        savepoints.create(rt, "b")
+        at_b = rows(conn, kind, ns)
+        run(conn, changes(ns, 2000))
+        sync(rt, until_caught_up=True)
+        savepoints.delete(rt, "b")  # its images fold into a's
+        savepoints.create(rt, "c")
+        run(conn, changes(ns, 3000))
+        sync(rt, until_caught_up=True)
+        assert rows(target, "mysql", ns) == rows(conn, kind, ns) != at_b
+        savepoints.rollback(rt, "a")
+        assert rows(target, "mysql", ns) == at_a
+        sync(rt, until_caught_up=True)
+        assert rows(target, "mysql", ns) == rows(conn, kind, ns)
+    finally:
+        rt.close()
+        with target.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{ns}`")
+        target.close()
