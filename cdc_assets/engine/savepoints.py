@@ -33,12 +33,11 @@ from cdc_assets.core.positions import Position, position_from_json
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.dbapi.connect import connect
 from cdc_assets.engine.faults import crash_point
+from cdc_assets.engine.registry import savepoint_log
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import CdcError, UnreachableError
 from cdc_assets.resumer.records import CDC_DOING, CHECKPOINT_KEY, PositionRecord, now_text
 from cdc_assets.sinks.before_images import BeforeImages, SavepointRow
-from cdc_assets.sources.mysql.savepoint_binlog import MysqlSavepointLog
-from cdc_assets.sources.postgres.savepoint_slots import PgSavepointSlots
 
 log = logging.getLogger("cdc_assets.savepoints")
 LEASE_WAIT_SECS = 600.0  # a sync's runs are bounded; a rollback takes seconds
@@ -204,9 +203,7 @@ class ImageWriter:
 
 
 def _log_tag(rt: TaskRuntime):
-    if rt.config.source.db_type == "postgres":
-        return PgSavepointSlots(rt.config.source.db_url, rt.config.task_id)
-    return MysqlSavepointLog(rt.log)
+    return savepoint_log(rt.config.source.db_type)(rt.config.source.db_url, rt.config.task_id, rt.log)
 
 
 def list_savepoints(rt: TaskRuntime) -> list[Savepoint]:

@@ -4,12 +4,13 @@ position, and is refused once it does not."""
 from __future__ import annotations
 
 from cdc_assets.core.positions import MysqlPosition, PositionsIncomparable, is_before
+from cdc_assets.core.urls import DbUrl
 from cdc_assets.errors import CdcError
 from cdc_assets.sources.mysql.log import MysqlLog
 
 
 class MysqlSavepointLog:
-    def __init__(self, log: MysqlLog) -> None:
+    def __init__(self, url: DbUrl, task_id: str, log: MysqlLog) -> None:
         self.log = log
 
     def create(self, savepoint: str, position: MysqlPosition) -> dict:

@@ -26,7 +26,7 @@ def savepoint_slot(task_id: str, savepoint: str) -> str:
 
 
 class PgSavepointSlots:
-    def __init__(self, url: DbUrl, task_id: str) -> None:
+    def __init__(self, url: DbUrl, task_id: str, log: object = None) -> None:  # the slot is the hold, not the Log
         self.url = url
         self.task_slot = slot_name(task_id)
         self.task_id = task_id
