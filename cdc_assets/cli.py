@@ -40,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
                                        "finish the batch in hand, checkpoint and exit 0")
     sync.add_argument("--until-caught-up", action="store_true",
                       help="stop at the source's log end as read at the start, instead of following the log")
+    sync.add_argument("--savepoint-on-stop", metavar="NAME",
+                      help="when the sync stops (at a batch end: SIGTERM/SIGINT, or caught up), create savepoint NAME")
     sync.set_defaults(func=cmd_sync)
     reset = sub.add_parser("reset", help="move the checkpoint (stop `sync` first): to the log end, skipping what "
                                          "lies between; or back, replaying; records who moved it from where to where")
@@ -54,6 +56,18 @@ def _parser() -> argparse.ArgumentParser:
     ver.add_argument("--table", action="append", help="only this table (repeatable; default: every table)")
     ver.add_argument("--wait", type=float, default=120.0, help="seconds to wait for the checkpoint (default 120)")
     ver.set_defaults(func=cmd_verify)
+    savepoint = sub.add_parser("savepoint", help="create, list, roll back to or delete a savepoint of the target "
+                                                 "tables and the task's positions")
+    actions = savepoint.add_subparsers(required=True, metavar="ACTION")
+    for action, text in (("create", "tag the target tables' state and the checkpoint as NAME (copies no table)"),
+                         ("rollback", "restore the target tables and the checkpoint to savepoint NAME; "
+                                      "`sync` then replays the log from there"),
+                         ("delete", "drop savepoint NAME and the before-images only it needs")):
+        cmd = actions.add_parser(action, help=text)
+        cmd.add_argument("name", metavar="NAME")
+        cmd.set_defaults(func=cmd_savepoint, action=action)
+    listing = actions.add_parser("list", help="the task's savepoints, oldest first, and the before-images held")
+    listing.set_defaults(func=cmd_savepoint, action="list", name=None)
     pos = sub.add_parser("positions", help="print the position records as JSON lines, then the log headroom")
     pos.set_defaults(func=cmd_positions)
     demo = sub.add_parser("demo", help="start local MariaDB+PostgreSQL, seed a demo schema, snapshot it")
@@ -143,8 +157,10 @@ def cmd_sync(args) -> int:
     import signal
     import threading
 
+    from cdc_assets.engine import savepoints
     from cdc_assets.engine.incremental import sync
     from cdc_assets.engine.runtime import TaskRuntime
+    from cdc_assets.engine.savepoints import task_lease
 
     config, _ = _config(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
@@ -158,14 +174,45 @@ def cmd_sync(args) -> int:
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
     runtime = TaskRuntime(config)
+    saved = None
     try:
-        report = sync(runtime, until_caught_up=args.until_caught_up, stop=stop,
-                      on_batch=lambda r: print(f"batch {r.batches}: {r.events} changes, checkpoint {r.checkpoint}",
-                                               file=sys.stderr) if r.batches % 100 == 1 else None)
+        with task_lease(runtime, doing="sync"):  # held until the savepoint is taken: no batch in between
+            report = sync(runtime, until_caught_up=args.until_caught_up, stop=stop,
+                          on_batch=lambda r: print(f"batch {r.batches}: {r.events} changes, checkpoint {r.checkpoint}",
+                                                   file=sys.stderr) if r.batches % 100 == 1 else None)
+            if args.savepoint_on_stop:
+                saved = savepoints.create(runtime, args.savepoint_on_stop)
+    finally:
+        runtime.close()
+    for line in report.lines() + (saved.lines() if saved else []):
+        print(line)
+    return 0
+
+
+def cmd_savepoint(args) -> int:
+    from cdc_assets.engine import savepoints
+    from cdc_assets.engine.runtime import TaskRuntime
+
+    config, _ = _config(args)
+    runtime = TaskRuntime(config)
+    try:
+        if args.action == "list":
+            every = savepoints.list_savepoints(runtime)
+            for sp in every:
+                print(sp.line())
+            if not every:
+                print(f"task {config.task_id} has no savepoints")
+            for table, images in savepoints.storage(runtime).items():
+                print(f"before-images held for {table}: {images} rows")
+            return 0
+        action = {"create": savepoints.create, "rollback": savepoints.rollback, "delete": savepoints.delete}
+        report = action[args.action](runtime, args.name)
     finally:
         runtime.close()
     for line in report.lines():
         print(line)
+    if args.action == "rollback":
+        print("run `cdc-assets sync` to replay the log from the savepoint's position")
     return 0
 
 

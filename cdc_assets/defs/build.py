@@ -10,6 +10,7 @@ from cdc_assets.defs.checks import split_check, table_check
 from cdc_assets.defs.incremental import incremental_job, incremental_sensor
 from cdc_assets.defs.reset_job import reset_job
 from cdc_assets.defs.resources import CdcTask, task_spark
+from cdc_assets.defs.savepoints import savepoint_jobs
 from cdc_assets.defs.sensors import split_planner_sensor
 
 
@@ -21,7 +22,7 @@ def build_definitions(config: TaskConfig, config_path: str) -> dg.Definitions:
     return dg.Definitions(
         assets=assets,
         asset_checks=[check, *(c for t in config.source.table_ids for c in (split_check(config, t), table_check(config, t)))],
-        jobs=[job, checks_job, reset_job(config)],
+        jobs=[job, checks_job, reset_job(config), *savepoint_jobs(config)],
         schedules=[headroom_schedule(checks_job)],
         sensors=[split_planner_sensor(config, config_path), incremental_sensor(config, config_path, job)],
         resources={"cdc_task": CdcTask(config_path=config_path), "pyspark": task_spark(config)},

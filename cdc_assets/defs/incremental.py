@@ -21,6 +21,7 @@ from cdc_assets.engine.log_start import snapshot_progress, unfinished_reason
 from cdc_assets.engine.membership import membership
 from cdc_assets.engine.planning import load_plans
 from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.engine.savepoints import rollback_mark
 from cdc_assets.errors import CdcError
 
 TASK_TAG = "cdc_assets/incremental_task"  # dagster.yaml holds one run per value
@@ -134,4 +135,5 @@ def _decide(runtime: TaskRuntime):
     plans = ",".join(sorted(p.plan_id for p in load_plans(runtime).values()))
     # Once per plan and checkpoint: never twice for the same start, and a new key after each run's progress.
     run_key = f"{hashlib.sha256(plans.encode()).hexdigest()[:12]}@{checkpoint.position if checkpoint else 'start'}"
+    run_key += rollback_mark(runtime)  # a rollback brings back a checkpoint an earlier run started from
     return dg.RunRequest(run_key=run_key + (f"+{changed}" if changed else ""), tags={TASK_TAG: runtime.config.task_id})

@@ -30,7 +30,7 @@ from cdc_assets.engine.membership import membership, release_bound
 from cdc_assets.engine.planning import describe
 from cdc_assets.engine.prefetch import prefetch
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.engine.task_lock import checkpoint_writer
+from cdc_assets.engine.savepoints import ImageWriter, recover, task_lease
 from cdc_assets.engine.schema_changes import SchemaChangeHalted, added_columns
 from cdc_assets.engine.target_transaction import Parts, Tally, TargetTransaction
 from cdc_assets.errors import PositionLost, UnreachableError
@@ -89,8 +89,10 @@ class _Restart(Exception):
 def sync(rt: TaskRuntime, *, until_caught_up: bool = False, stop: threading.Event | None = None,
          on_batch: Callable[[SyncReport], None] | None = None) -> SyncReport:
     """Apply the log to the target until `stop` is set or, with `until_caught_up`, until the log end seen at the
-    start. An unreachable source or target is retried with backoff; a lost position is not."""
-    with checkpoint_writer(rt.config, "sync"):
+    start. An unreachable source or target is retried with backoff; a lost position is not. Holds the task's
+    lease (no savepoint command runs meanwhile) and first finishes an interrupted savepoint rollback."""
+    with task_lease(rt, doing="sync"):
+        recover(rt)
         return _sync(rt, until_caught_up, stop, on_batch)
 
 
@@ -162,6 +164,7 @@ class _Session:
         self.members_checked = time.monotonic()
         self.reader = rt.log.reader(self.schemas)
         self._parts: Parts | None = None
+        self.images = ImageWriter(rt)  # before-images while a savepoint exists
 
     def _follow_config(self, reason: str) -> str:
         """Tables added to or removed from source.tables since the checkpoint's schema version: removed ones stop
@@ -333,6 +336,7 @@ class _Session:
 
     def _apply(self, cursor, changes: list[RowChange], tally: Tally) -> None:
         net = compact(changes, self.schemas)
+        self.images.capture(cursor, self.schemas, net)  # before anything of the batch is written
         for table, table_changes in net.items():
             table_changes.replaying_until = self.horizons.get(table)
             self.rt.sink.apply_changes(cursor, self.schemas[table], table_changes)

@@ -18,8 +18,10 @@ from cdc_assets.sinks.postgres import PostgresSink
 from cdc_assets.sources.mongodb.log import MongoLog
 from cdc_assets.sources.mongodb.source import MongoSource
 from cdc_assets.sources.mysql.log import MysqlLog
+from cdc_assets.sources.mysql.savepoint_binlog import MysqlSavepointLog
 from cdc_assets.sources.mysql.source import MysqlSource
 from cdc_assets.sources.postgres.log import PostgresLog
+from cdc_assets.sources.postgres.savepoint_slots import PgSavepointSlots
 from cdc_assets.sources.postgres.source import PostgresSource
 
 
@@ -33,6 +35,11 @@ SOURCES: dict[str, SourceEngine] = {
     "mysql": SourceEngine(MysqlSource, MysqlLog),
     "postgres": SourceEngine(PostgresSource, PostgresLog),
     "mongo": SourceEngine(MongoSource, MongoLog),
+}
+# A savepoint's hold on the source's log: (url, task_id, the task's Log) -> create/check/restore/repair/drop
+SAVEPOINT_LOGS: dict[str, Callable] = {
+    "mysql": MysqlSavepointLog,
+    "postgres": PgSavepointSlots,
 }
 # (url, the source's db_type, write_batch_size=rows per staging write batch where the sink batches)
 SINKS: dict[str, Callable[..., Sink]] = {
@@ -67,3 +74,9 @@ def position_store_factory(db_type: str) -> Callable[[DbUrl, str, str], Position
     if db_type not in POSITION_STORES:
         raise ConfigError(f"no position table for db_type {db_type!r}", f"use one of {sorted(POSITION_STORES)}")
     return POSITION_STORES[db_type]
+
+
+def savepoint_log(db_type: str) -> Callable:
+    if db_type not in SAVEPOINT_LOGS:
+        raise ConfigError(f"savepoints are not supported for a {db_type!r} source", f"use one of {sorted(SAVEPOINT_LOGS)}")
+    return SAVEPOINT_LOGS[db_type]

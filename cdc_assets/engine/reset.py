@@ -20,7 +20,7 @@ from typing import Literal
 from cdc_assets.core.positions import POSITION_FORMS, Position, is_before
 from cdc_assets.engine.faults import crash_point
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.engine.task_lock import checkpoint_writer
+from cdc_assets.engine.task_lock import task_lease
 from cdc_assets.engine.target_transaction import TargetTransaction
 from cdc_assets.errors import CdcError, ConfigError, PlanError, PositionLost
 from cdc_assets.resumer.records import CDC_RESET, PositionRecord, now_text
@@ -50,7 +50,7 @@ class ResetResult:
 
 def reset_checkpoint(rt: TaskRuntime, to: ResetTo, by: str, position: Position | None = None) -> ResetResult:
     """Move the checkpoint; see the module docstring. Raises PositionLost for a position the log no longer has."""
-    with checkpoint_writer(rt.config, "reset"):
+    with task_lease(rt.config, "reset", owner=rt):
         return _reset(rt, to, by, position)
 
 

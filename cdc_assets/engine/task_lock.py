@@ -1,14 +1,19 @@
-"""One writer of a task's checkpoint at a time: `sync` holds the task's lock while it runs; `reset` and a savepoint
-rollback take it for their write. Without it, a running sync writes its next checkpoint over the one they set.
+"""The task's lease: one writer of a task's checkpoint at a time. `sync` holds it while it runs; `reset` and the
+savepoint commands (create, rollback, delete) hold it for their writes. Without it a running sync would write its
+next checkpoint over the one a reset or a rollback set.
 
 An flock on a file in the task's data_dir (where its split plans live too, so every process running the task
-already shares that folder): the kernel drops it when its process dies, even by SIGKILL, so no crash leaves the
-task locked.
+already shares that folder), whatever the target's engine: the kernel drops it when its process dies, even by
+SIGKILL, so no crash leaves the task locked. Re-entrant per owner (a runtime): `sync --savepoint-on-stop` holds it
+across the sync and the savepoint it takes at the end, with no batch in between.
 """
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
+import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -16,31 +21,59 @@ from cdc_assets.config import TaskConfig
 from cdc_assets.errors import CdcError
 
 LOCK_FILE = "checkpoint.lock"
+POLL_SECS = 0.5
+log = logging.getLogger("cdc_assets.task_lock")
+_held: "weakref.WeakKeyDictionary[object, list[int]]" = weakref.WeakKeyDictionary()  # owner -> [depth]
 
 
 class TaskBusy(CdcError):
-    """Another process holds the task's checkpoint."""
+    """Another process (or runtime) holds the task's lease."""
 
 
 @contextmanager
-def checkpoint_writer(config: TaskConfig, purpose: str) -> Iterator[None]:
-    """Hold the task's lock for `purpose` (sync, reset, rollback), or raise TaskBusy naming who holds it."""
+def task_lease(config: TaskConfig, doing: str, owner: object, wait: float = 0.0) -> Iterator[None]:
+    """Hold the task's lease for `doing` (sync, reset, savepoint rollback NAME...); wait up to `wait` seconds for
+    its holder, then raise TaskBusy naming it."""
+    depth = _held.get(owner)
+    if depth is not None:
+        depth[0] += 1
+        try:
+            yield
+        finally:
+            depth[0] -= 1
+        return
     config.data_dir.mkdir(parents=True, exist_ok=True)
     path = config.data_dir / f"{config.task_id}.{LOCK_FILE}"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
-            raise TaskBusy(f"cannot {purpose} task {config.task_id}: {holder} holds its checkpoint ({path})",
-                           "stop it first (a Dagster run: terminate it in the Runs page), then try again") from None
+        _acquire(fd, config, doing, wait, path)
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{purpose} (pid {os.getpid()})".encode(), 0)
+        os.pwrite(fd, f"{doing} (pid {os.getpid()})".encode(), 0)
+        _held[owner] = [1]
         try:
             yield
         finally:
+            _held.pop(owner, None)
             os.ftruncate(fd, 0)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _acquire(fd: int, config: TaskConfig, doing: str, wait: float, path) -> None:
+    deadline = time.monotonic() + wait
+    told = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+        if time.monotonic() >= deadline:
+            raise TaskBusy(f"cannot {doing} task {config.task_id}: {holder} holds its checkpoint ({path})",
+                           "stop it first (a `cdc-assets sync`: SIGTERM, and `--savepoint-on-stop NAME` takes a "
+                           "savepoint as it stops; a Dagster run: terminate it in the Runs page), then try again")
+        if not told:
+            log.warning("task %s: %s holds its checkpoint; %s waits up to %.0f s", config.task_id, holder, doing, wait)
+            told = True
+        time.sleep(POLL_SECS)
