@@ -48,7 +48,7 @@ class MysqlSink(SqlSink):
             # MariaDB reports JSON as longtext; declaring json restores its validity check.
             declared = "json" if column.kind == Kind.JSON else column.native
         else:
-            declared = postgres_to_mysql(column)
+            declared = kind_to_mysql(column)
             # MySQL cannot index unbounded TEXT/BLOB: key columns get the longest indexable form.
             if in_key and declared in ("longtext", "text"):
                 declared = "varchar(768)"
@@ -224,7 +224,9 @@ def _is_text(column: Column, declared: str) -> bool:
     return column.kind == Kind.STRING or (column.kind != Kind.UUID and declared.split("(")[0] in _TEXT_TYPES)
 
 
-def postgres_to_mysql(column: Column) -> str:
+def kind_to_mysql(column: Column) -> str:
+    """The MySQL type of a column from another engine, from its logical kind (and size, precision, scale): a
+    native declaration is used only between two MySQL servers."""
     kind = column.kind
     if kind == Kind.INT:
         return _INTS[column.bits or 64]

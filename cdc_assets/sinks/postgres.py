@@ -45,7 +45,7 @@ class PostgresSink(SqlSink):
             return "text" if column.kind == Kind.ENUM else column.native
         if column.kind == Kind.GEOMETRY and self.has_postgis:
             return "geometry"  # unconstrained: each value keeps its own SRID, as in MySQL
-        return mysql_to_postgres(column)
+        return kind_to_postgres(column)
 
     @cached_property
     def has_postgis(self) -> bool:
@@ -145,7 +145,9 @@ class PostgresSink(SqlSink):
         return names or None
 
 
-def mysql_to_postgres(column: Column) -> str:
+def kind_to_postgres(column: Column) -> str:
+    """The PostgreSQL type of a column from another engine, from its logical kind (and size, precision, scale): a
+    native declaration is used only between two PostgreSQL servers."""
     kind = column.kind
     if kind == Kind.INT:
         bits = (column.bits or 64) + (1 if column.unsigned else 0)  # unsigned needs one more bit signed

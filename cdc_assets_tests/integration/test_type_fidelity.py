@@ -263,7 +263,7 @@ def test_values_survive_the_snapshot_and_the_log(tmp_path, servers, mariadb_targ
             expected = read_table(src_conn, src_sql if kind == "postgres" else f"`{unique_name}`.`types_t`")
             actual = read_table(tgt, tgt_sql)
             if (kind, target_kind) == ("postgres", "mysql"):
-                expected = postgres_to_mysql_expected(src_conn, expected)
+                expected = kind_to_mysql_expected(src_conn, expected)
             if (kind, target_kind) == ("mysql", "postgres"):
                 expected = [{c: v[4:] if c in GEOMETRY_COLUMNS and v else v for c, v in row.items()} for row in expected]
             assert len(actual) == len(expected) == 3 * len(rows)
@@ -317,7 +317,7 @@ def test_an_infinite_timestamp_stops_a_mysql_target(tmp_path, servers, spark, un
         tgt.close()
 
 
-def postgres_to_mysql_expected(src_conn, rows):
+def kind_to_mysql_expected(src_conn, rows):
     """README "Type mapping": PostgreSQL INTERVAL lands as PostgreSQL's own text; MySQL returns CHAR(n)
     without the trailing pad spaces PostgreSQL returns (both treat them as insignificant)."""
     with src_conn.cursor() as cur:

@@ -5,7 +5,7 @@ import pytest
 
 from cdc_assets.core.tables import Column, Kind
 from cdc_assets.dbapi.mysql_flavour import MysqlFlavour
-from cdc_assets.sinks.mysql import _is_text, postgres_to_mysql
+from cdc_assets.sinks.mysql import _is_text, kind_to_mysql
 
 
 @pytest.mark.parametrize("version, gipk", [("8.0.29", False), ("8.0.30", True), ("8.4.0", True),
@@ -22,4 +22,4 @@ def test_generated_invisible_primary_keys_from_8_0_30_on_mysql_only(version, gip
     (Column("k", Kind.DATETIME, "timestamp(6) without time zone", precision=6), False),
 ])
 def test_postgres_key_columns_that_compare_by_bytes_in_a_mysql_target(column, text):
-    assert _is_text(column, postgres_to_mysql(column)) is text
+    assert _is_text(column, kind_to_mysql(column)) is text
