@@ -67,6 +67,16 @@ def execute(conn, *statements: str) -> None:
             cur.execute(statement)
 
 
+def run_transactions(conn, transactions) -> None:
+    """Each string is one source transaction of ;-separated statements (autocommit connections)."""
+    with conn.cursor() as cur:
+        for tx in transactions:
+            cur.execute("BEGIN")
+            for statement in tx.split(";"):
+                cur.execute(statement)
+            cur.execute("COMMIT")
+
+
 def fetch_rows(conn, table_sql: str, order_by: str) -> list[tuple]:
     with conn.cursor() as cur:
         cur.execute(f"SELECT * FROM {table_sql} ORDER BY {order_by}")

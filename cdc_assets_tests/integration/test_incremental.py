@@ -11,7 +11,7 @@ from cdc_assets.core.positions import is_before
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import SplitFailed
-from cdc_assets_tests.support import config_for, fetch_rows, snapshot_all, source_database
+from cdc_assets_tests.support import config_for, fetch_rows, run_transactions, snapshot_all, source_database
 
 ROWS = 600
 BIG = secrets.token_hex(40_000)  # incompressible, so TOASTed by PostgreSQL: an update of another column logs it as unchanged
@@ -78,14 +78,7 @@ def snapshot_task(tmp_path, servers, spark, source, target: Target, **sections) 
 
 
 def run(source, statements: list[str]) -> None:
-    """Each string is one transaction of ;-separated statements."""
-    conn = source[3]
-    with conn.cursor() as cur:
-        for tx in statements:
-            cur.execute("BEGIN")
-            for statement in tx.split(";"):
-                cur.execute(statement)
-            cur.execute("COMMIT")
+    run_transactions(source[3], statements)
 
 
 def rendered(conn, dialect: str, ns: str, table: str) -> list[tuple]:

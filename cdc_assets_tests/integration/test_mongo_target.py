@@ -24,7 +24,7 @@ from cdc_assets.core.tables import Kind, TableId
 from cdc_assets.engine.faults import ENV as CRASH_ENV
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.sinks.mongodb.documents import to_document
-from cdc_assets_tests.support import MONGO_URL, cli_command, endpoint, mongo, source_database
+from cdc_assets_tests.support import MONGO_URL, cli_command, endpoint, mongo, run_transactions, source_database
 
 pytestmark = mongo
 ROWS = 1_000
@@ -143,12 +143,7 @@ def _tz(document: dict) -> dict:
 
 
 def run(conn, statements: list[str]) -> None:
-    with conn.cursor() as cur:
-        for tx in statements:
-            cur.execute("BEGIN")
-            for statement in tx.split(";"):
-                cur.execute(statement)
-            cur.execute("COMMIT")
+    run_transactions(conn, statements)
 
 
 def changes(kind: str, ns: str) -> list[str]:

@@ -7,7 +7,7 @@ import pytest
 from cdc_assets.core.batches import MoveIncomplete
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets_tests.support import config_for, fetch_rows, source_database
+from cdc_assets_tests.support import config_for, fetch_rows, run_transactions, source_database
 
 BIG = secrets.token_hex(40_000)  # incompressible: stored out of line, so an update not touching it logs it unchanged
 
@@ -41,13 +41,7 @@ def task(request, servers, unique_name, tmp_path):
 
 
 def run(conn, *transactions: str) -> None:
-    """Each string is one transaction of ;-separated statements."""
-    with conn.cursor() as cur:
-        for tx in transactions:
-            cur.execute("BEGIN")
-            for statement in tx.split(";"):
-                cur.execute(statement)
-            cur.execute("COMMIT")
+    run_transactions(conn, transactions)
 
 
 def assert_same(task) -> None:

@@ -15,7 +15,7 @@ from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import CdcError
 from cdc_assets.sinks.before_images import BeforeImages
-from cdc_assets_tests.support import cli_command, config_for, fetch_rows, snapshot_all, source_database
+from cdc_assets_tests.support import cli_command, config_for, fetch_rows, run_transactions, snapshot_all, source_database
 
 ROWS = 500
 
@@ -55,12 +55,7 @@ def task(tmp_path, servers, spark, source, pg_target, resumer) -> TaskRuntime:
 
 
 def run(conn, transactions: list[str]) -> None:
-    with conn.cursor() as cur:
-        for tx in transactions:
-            cur.execute("BEGIN")
-            for statement in tx.split(";"):
-                cur.execute(statement)
-            cur.execute("COMMIT")
+    run_transactions(conn, transactions)
 
 
 def rows(conn, kind: str, ns: str) -> dict[str, list[tuple]]:
