@@ -179,8 +179,10 @@ class Log(Protocol):
 
     def position_at(self, when: datetime) -> Position: ...
 
+    distance_unit: str  # what `distance` counts: "bytes" of binlog/WAL, or "s" of cluster time (MongoDB)
+
     def distance(self, a: Position, b: Position) -> int:
-        """Log bytes from `a` to `b`, 0 when `b` is not after `a`."""
+        """How far `b` is past `a` in `distance_unit`, 0 when `b` is not after `a`."""
 
     def headroom(self, needed: Position | None) -> Headroom:
         """How close the log kept for `needed` (None: nothing needed yet) is to being released (core/headroom.py)."""

@@ -77,6 +77,7 @@ def _run_metadata(report: SyncReport) -> dict:
         "last_checkpoint": dg.MetadataValue.text(str(report.checkpoint)),
         "lag_seconds": dg.MetadataValue.float(-1.0 if report.lag_seconds is None else round(report.lag_seconds, 3)),
         "lag_log_bytes": dg.MetadataValue.int(-1 if report.lag_bytes is None else report.lag_bytes),
+        "lag_log_unit": dg.MetadataValue.text(report.lag_unit),  # "s" for a MongoDB source, whose log has no bytes
         "schema_version": dg.MetadataValue.int(report.schema_version),
         "seconds": dg.MetadataValue.float(round(report.seconds, 3)),
         "slow_batches": dg.MetadataValue.int(report.slow_batches),

@@ -55,6 +55,7 @@ class SyncReport:
     per_table: dict[str, int] = field(default_factory=dict)
     lag_seconds: float | None = None  # source commit time of the last applied change to now; 0 when caught up
     lag_bytes: int | None = None  # log distance from the checkpoint to the source's log end, at the end
+    lag_unit: str = "bytes"  # the source log's distance unit (a MongoDB source counts seconds of cluster time)
     retries: int = 0
     seconds: float = 0.0
     schema_version: int = 0
@@ -77,7 +78,7 @@ class SyncReport:
             *([f"waiting for their snapshot: {'; '.join(self.waiting)}"] if self.waiting else []),
             *([f"{self.slow_batches} batches over checkpoint_timeout_secs; slowest: {self.slowest.advice()}"]
               if self.slowest else []),
-            f"checkpoint: {self.checkpoint}; lag {_fmt(self.lag_seconds, 's')}, {_fmt(self.lag_bytes, ' bytes')} of log",
+            f"checkpoint: {self.checkpoint}; lag {_fmt(self.lag_seconds, 's')}, {_fmt(self.lag_bytes, ' ' + self.lag_unit)} of log",
             f"{self.ended} after {self.seconds:.1f} s" + (f", {self.retries} reconnects" if self.retries else ""),
         ]
 
@@ -436,6 +437,7 @@ def _measure_lag(rt: TaskRuntime, report: SyncReport) -> None:
     if report.checkpoint is None:
         return
     try:
+        report.lag_unit = rt.log.distance_unit
         report.lag_bytes = rt.log.distance(report.checkpoint, rt.source.current_position())
     except UnreachableError:
         report.lag_bytes = None

@@ -89,3 +89,12 @@ def test_split_high_watermarks_decide_what_the_snapshot_holds():
     assert w.holds(250, MysqlPosition("b.000001", 9999))  # an earlier file is before the split's high watermark
     assert not w.plain(MysqlPosition("b.000001", 9999)) and w.plain(MysqlPosition("b.000002", 10))
     assert not w.holds(250, MysqlPosition("b.000002", 11))
+
+
+def test_the_lag_is_reported_in_the_source_logs_own_unit():
+    from cdc_assets.engine.incremental import SyncReport
+    from cdc_assets.sources.mongodb.log import MongoLog
+    from cdc_assets.sources.postgres.log import PostgresLog
+
+    assert "lag unknown, 7 s of log" in " ".join(SyncReport(lag_bytes=7, lag_unit=MongoLog.distance_unit).lines())
+    assert "lag unknown, 7 bytes of log" in " ".join(SyncReport(lag_bytes=7, lag_unit=PostgresLog.distance_unit).lines())

@@ -37,6 +37,8 @@ AWAIT_MS = 250  # one empty getMore waits this long: close() is noticed within i
 
 
 class MongoLog:
+    distance_unit = "s"  # of cluster time: an oplog has no byte offsets a token could be compared by
+
     def __init__(self, url: DbUrl, task_id: str) -> None:
         self.url = url
         self.task_id = task_id

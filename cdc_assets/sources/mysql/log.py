@@ -16,6 +16,8 @@ from cdc_assets.sources.mysql.timestamps import find_position_at
 
 
 class MysqlLog:
+    distance_unit = "bytes"  # of binlog
+
     def __init__(self, url: DbUrl, task_id: str) -> None:
         self.url = url
         self.task_id = task_id

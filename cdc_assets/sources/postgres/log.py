@@ -16,6 +16,8 @@ from cdc_assets.sources.postgres.slot import ensure_publication, ensure_slot, pu
 
 
 class PostgresLog:
+    distance_unit = "bytes"  # of WAL
+
     def __init__(self, url: DbUrl, task_id: str) -> None:
         self.url = url
         self.slot = slot_name(task_id)
