@@ -88,10 +88,12 @@ def _quiet_libraries() -> None:
 
 
 def _config(args) -> tuple[TaskConfig, str]:
-    config = load_config(args.config)
-    if not args.verbose:
-        from cdc_assets.spark.session import JVM_STDERR_ENV
+    from cdc_assets.spark.session import JVM_STDERR_ENV
 
+    config = load_config(args.config)
+    if args.verbose:
+        os.environ.pop(JVM_STDERR_ENV, None)  # inherited from a quiet parent: --verbose means the terminal
+    else:
         os.environ.setdefault(JVM_STDERR_ENV, str(config.log_dir / "spark.log"))
     return config, str(Path(args.config or os.environ[CONFIG_ENV]).resolve())
 

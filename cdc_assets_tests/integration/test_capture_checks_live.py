@@ -5,6 +5,7 @@ server, shared by every test, must not see.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -99,6 +100,9 @@ def test_plan_prints_the_binlog_retention(own_mariadb, servers, tmp_path, monkey
     _exec(own_mariadb, f"CREATE DATABASE `{db}`", f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY)",
           f"INSERT INTO `{db}`.t VALUES (1), (2)", "SET GLOBAL binlog_expire_logs_seconds = 172800")
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
+    # The CLI quiets the libraries through the environment (PYTHONWARNINGS, the JVM's stderr file); run in this
+    # process, it must not leave that to the processes later tests start.
+    monkeypatch.setattr(os, "environ", os.environ.copy())
     try:
         path = write_config(tmp_path, servers, task_id=f"ret_{db}", source="mysql", source_db=db, tables=[f"{db}.t"],
                             target="postgres", target_db=target_db)
