@@ -151,6 +151,11 @@ class SnapshotSource(Protocol):
     def present_keys(self, schema: TableSchema, keys: list[tuple]) -> set[tuple]:
         """Which of `keys` the source holds now, compared exactly (byte for byte, not by collation)."""
 
+    def hold_split(self, schema: TableSchema, key_range: KeyRange, kind: str,
+                   target: TargetFormat | None = None) -> ContextManager[Any]:
+        """Hold the range still (no transaction can change a row of it) until the block ends; the held object's
+        `rows` are the range's rows read under the hold, each column as `target` compares it (None: the key)."""
+
     def close(self) -> None: ...
 
 
@@ -240,5 +245,9 @@ class Sink(Protocol):
         """The split leases of this task, kept where both runs would write: in the target."""
 
     def apply_changes(self, tx: Any, schema: TableSchema, changes: TableChanges) -> None: ...
+
+    def range_rows(self, schema: TableSchema, key_range: KeyRange, kind: str, source_db_type: str,
+                   source_keys: list[tuple]) -> list[tuple]:
+        """The target's rows of a split's range for verification, plus the source's keys it orders elsewhere."""
 
     def close(self) -> None: ...

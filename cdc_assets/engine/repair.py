@@ -22,7 +22,6 @@ from cdc_assets.core.tables import TableSchema
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.verify import FAILED, last_results
 from cdc_assets.resumer.records import PositionRecord
-from cdc_assets.sources.split_hold import hold_range
 
 
 def needing_repair(rt: TaskRuntime, finished: dict[str, PositionRecord]) -> set[str]:
@@ -40,5 +39,5 @@ def held_for_repair(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, split
     """Hold the ranges of the splits being repaired still on the source until their commit settled."""
     with ExitStack() as stack:
         for split in splits:
-            stack.enter_context(hold_range(rt.config.source.db_url, schema, split.range, plan.key_kind))
+            stack.enter_context(rt.source.hold_split(schema, split.range, plan.key_kind))
         yield

@@ -4,12 +4,12 @@ Under a steady writer a naive comparison races the log: the source has rows the 
 So each split is compared *at one log position*, without stopping the log phase:
 
     1. wait until the checkpoint reached the source's log end (a sync is running and keeping up; no lock yet)
-    2. hold the split's range still on the source (sources/split_hold.py), reading its rows under the hold
+    2. hold the split's range still on the source (`SnapshotSource.hold_split`; sources/split_hold.py), reading its rows under the hold
     3. P = the source's log position, read under the hold: the range's rows at every position from P to the
        log end are the rows read in 2 (nothing can change them while the hold lasts)
     4. wait until the checkpoint reached P: the target holds every change up to P and, since the log holds no
        change of the range after P yet, none after it
-    5. read the range in the target and compare row digests (core/row_digest.py); release the hold
+    5. read the range in the target (`Sink.range_rows`) and compare row digests (core/row_digest.py); release the hold
 
 Writers of the range (PostgreSQL: of the table) wait from 2 to 5: about one checkpoint interval of the running
 sync. A check that cannot reach step 5 (no sync running, checkpoint not moving, table not in the log phase yet)
@@ -21,17 +21,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from cdc_assets.core.keys import order_agrees, range_predicate
 from cdc_assets.core.positions import Position, is_before
 from cdc_assets.core.row_digest import SplitDiff, compare, digest, key_text
 from cdc_assets.core.splits import Split, SplitPlan
 from cdc_assets.core.tables import TableId, TableSchema
-from cdc_assets.dbapi.connect import connect, qualified, quote_ident
 from cdc_assets.engine.planning import describe
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import PlanError
 from cdc_assets.resumer.records import SPLIT_VERIFY, PositionRecord, now_text
-from cdc_assets.sources.split_hold import hold_range
 
 WAIT_SECS = 120.0  # default wait for the checkpoint, at each of steps 1 and 4
 POLL_SECS = 0.2
@@ -86,14 +83,15 @@ def _verify_split(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, split: 
     kinds = [c.kind for c in schema.columns]
     key_at = [i for k in schema.primary_key for i, c in enumerate(schema.columns) if c.name == k]
     keys = [kinds[i] for i in key_at]
-    with hold_range(rt.config.source.db_url, schema, split.range, plan.key_kind, _source_select(rt, schema)) as held:
+    with rt.source.hold_split(schema, split.range, plan.key_kind, rt.sink.target_format()) as held:
         held_at = time.monotonic()
         position = rt.source.current_position()
         source = {key_text([r[i] for i in key_at], keys): digest(r, kinds) for r in held.rows}
         if not _wait_for(rt, position, wait_secs):
             return result(INCONCLUSIVE, f"the checkpoint did not reach {position} within {wait_secs:.0f} s",
                           held_secs=time.monotonic() - held_at)
-        target_rows = _target_rows(rt, plan, schema, split, held.rows, key_at, keys)
+        target_rows = rt.sink.range_rows(schema, split.range, plan.key_kind, rt.config.source.db_type,
+                                         [tuple(r[i] for i in key_at) for r in held.rows])
         held_secs = time.monotonic() - held_at
     target = {key_text([r[i] for i in key_at], keys): digest(r, kinds) for r in target_rows}
     raw_keys = {key_text([r[i] for i in key_at], keys): tuple(r[i] for i in key_at) for r in target_rows}
@@ -127,47 +125,11 @@ def _wait_for(rt: TaskRuntime, position: Position, wait_secs: float) -> bool:
         time.sleep(POLL_SECS)
 
 
-def _source_select(rt: TaskRuntime, schema: TableSchema) -> list[str]:
-    """Column expressions read on the source. Into MySQL, a PostgreSQL column carried as text (interval, money,
-    ranges, arrays...) is compared as the text the snapshot wrote, rendered by the same expression."""
-    source = rt.source
-    if rt.config.source.db_type == "postgres" and rt.config.target.db_type == "mysql":
-        return [source.select_expr(c, "mysql")[0] for c in schema.columns]
-    return [source.quote(c.name) for c in schema.columns]
-
-
-def _target_rows(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, split: Split, source_rows: list[tuple],
-                 key_at: list[int], keys) -> list[tuple]:
-    """The target's rows of the split's range, by the target's order when it agrees with the source's, and the
-    source's keys looked up one by one when it may not (text keys: another collation)."""
-    url = rt.config.target.db_url
-    dialect = url.db_type
-    q = lambda name: quote_ident(dialect, name)  # noqa: E731
-    table = qualified(dialect, schema.table.namespace, schema.table.name)
-    columns = ", ".join(q(c.name) for c in schema.columns)
-    conn = connect(url)
-    try:
-        with conn.cursor() as cur:
-            where = range_predicate(q(schema.split_column.name), split.range, plan.key_kind, dialect)
-            cur.execute(f"SELECT {columns} FROM {table} WHERE {where}")
-            rows = list(cur.fetchall())
-            if not order_agrees(plan.key_kind, rt.config.source.db_type, dialect):
-                seen = {key_text([r[i] for i in key_at], keys) for r in rows}
-                match = " AND ".join(f"{q(k)} = %s" for k in schema.primary_key)
-                for r in source_rows:
-                    if key_text([r[i] for i in key_at], keys) not in seen:
-                        cur.execute(f"SELECT {columns} FROM {table} WHERE {match}", [r[i] for i in key_at])
-                        rows += cur.fetchall()
-    finally:
-        conn.close()
-    return rows
-
-
 def _settle_foreign_keys(rt: TaskRuntime, schema: TableSchema, plan: SplitPlan, diff: SplitDiff,
                          raw_keys: dict[str, tuple]) -> SplitDiff:
     """Where the target may order keys differently, a key it puts in this range may be in another split on the
     source: extra only if the source lacks it altogether."""
-    if not diff.extra or order_agrees(plan.key_kind, rt.config.source.db_type, rt.config.target.db_type):
+    if not diff.extra or rt.sink.check_key_order(plan.key_kind, rt.config.source.db_type):
         return diff
     candidates = [raw_keys[k] for k in diff.extra]
     present = rt.source.present_keys(schema, candidates)

@@ -10,11 +10,12 @@ from cdc_assets.core.boundary import (SPLIT_COLUMN, JdbcExport, KeyStats, RowExp
                                       Transport)
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.keys import key_kind, range_predicate, to_key_value, to_param
-from cdc_assets.core.splits import KeyValue, Split, SplitPlan
+from cdc_assets.core.splits import KeyRange, KeyValue, Split, SplitPlan
 from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, qualified, quote_ident
 from cdc_assets.errors import CdcError, TableError
+from cdc_assets.sources.split_hold import hold_range
 
 EVEN_FACTOR = (0.05, 1000.0)
 PRESENT_CHUNK = 1000  # keys per lookup in present_keys
@@ -139,6 +140,17 @@ class SqlSource:
 
     def explain_failure(self, schema: TableSchema, export: RowExport, error: Exception) -> CdcError | None:
         return None
+
+    # -- verification
+    def hold_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat | None = None):
+        """Hold the split's range still on this source (split_hold.py) and read its rows under the hold as
+        `target` compares them (None: the key columns only)."""
+        select = None if target is None else self.compared_columns(schema, target)
+        return hold_range(self.url, schema, key_range, kind, select)
+
+    def compared_columns(self, schema: TableSchema, target: TargetFormat) -> list[str]:
+        """Each column as verification reads it: as stored, unless a source renders it for that target."""
+        return [self.quote(c.name) for c in schema.columns]
 
     # -- after the read
     def present_keys(self, schema: TableSchema, keys: list[tuple]) -> set[tuple]:

@@ -20,9 +20,10 @@ from pymongo.write_concern import WriteConcern
 
 from cdc_assets.core.batches import TableChanges
 from cdc_assets.core.boundary import SPLIT_COLUMN, RowExport, RowFormat, SplitRanges, TargetFormat, TaskWrite
+from cdc_assets.core.splits import KeyRange
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.errors import TableError
+from cdc_assets.errors import CdcError, TableError
 from cdc_assets.sinks.mongodb.changes import operations
 from cdc_assets.sinks.mongodb.documents import ID, key_from_id
 from cdc_assets.sinks.mongodb.leases import MongoSplitLocks
@@ -205,6 +206,11 @@ class MongoSink:
 
     def split_locks(self, task_id: str) -> MongoSplitLocks:
         return MongoSplitLocks(self.url, task_id)
+
+    def range_rows(self, schema: TableSchema, key_range: KeyRange, kind: str, source_db_type: str,
+                   source_keys: list[tuple]) -> list[tuple]:
+        raise CdcError(f"verification of {schema.table} is not supported for a MongoDB target yet",
+                       "compare counts by hand (db.collection.countDocuments), or re-snapshot the table")
 
     def close(self) -> None:
         self.client.close()

@@ -2,7 +2,7 @@
 select expressions and COPY lines."""
 from __future__ import annotations
 
-from cdc_assets.core.boundary import KeyStats
+from cdc_assets.core.boundary import KeyStats, TargetFormat
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.positions import PgPosition
 from cdc_assets.core.tables import Column, TableId, TableSchema
@@ -85,6 +85,13 @@ class PostgresSource(SqlSource):
 
     def jdbc(self) -> JdbcEndpoint:
         return postgres_jdbc(self.url, write=False)
+
+    def compared_columns(self, schema: TableSchema, target: TargetFormat) -> list[str]:
+        # A MySQL target holds what PostgreSQL rendered as text for it (interval, money, ranges, arrays...):
+        # compared as that text, by the snapshot's own expressions.
+        if target.db_type == "mysql":
+            return [self.select_expr(c, target.db_type)[0] for c in schema.columns]
+        return super().compared_columns(schema, target)
 
     def select_expr(self, column: Column, target_db_type: str) -> tuple[str, bool]:
         return types.select_expr(column, self.quote(column.name), target_db_type)
