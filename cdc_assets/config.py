@@ -130,8 +130,6 @@ class SourceConfig(_Endpoint):
         return {"collections": {name: spec.raw() if spec else None for name, spec in self.collections.items()}}
 
 
-class TargetConfig(_Endpoint):
-    db_type: Literal["mysql", "postgres", "mongo"]  # a MongoDB target: sinks/mongodb
 
 
 class SnapshotConfig(_Model):
@@ -173,6 +171,8 @@ class PipelineConfig(_Model):
     start_timestamp: datetime | None = None  # startup_mode=timestamp; naive values are UTC
     start_position: StartPosition | None = None  # startup_mode=position
     schema_change_policy: Literal["halt", "apply_add_columns", "ignore"] = "halt"
+    # With several targets: which acknowledgements move the task's checkpoint (DeltaForge's commit policy).
+    commit_policy: str = Field("all", pattern=r"^(all|required|quorum\([1-9][0-9]*\))$")
     max_retries: int = Field(5, ge=0)  # an unreachable source or target, before the run fails
     retry_backoff_secs: float = Field(1.0, gt=0)  # doubled at each retry
 
@@ -212,6 +212,20 @@ ResumerConfig = Annotated[
 ]
 
 
+class TargetConfig(_Endpoint):
+    """One target. A task's targets share its snapshot reads and its log; each keeps its own finished markers and
+    checkpoint. `required`: must acknowledge under `pipeline.commit_policy: required` (else it may fail without
+    blocking the others). `resumer`: where its positions live, when not where the task's `resumer` says."""
+
+    db_type: Literal["mysql", "postgres", "mongo"]  # a MongoDB target: sinks/mongodb
+    name: str = Field("target", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,30}$")
+    required: bool = True
+    resumer: ResumerConfig | None = None
+
+
+_POLICY = re.compile(r"^(all|required|quorum\((\d+)\))$")
+
+
 class RuntimeConfig(_Model):
     data_dir: Path = Path(".cdc")
     log_dir: Path | None = None  # default: <data_dir>/logs
@@ -234,12 +248,50 @@ class SparkConfig(_Model):
 class TaskConfig(_Model):
     task_id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
     source: SourceConfig
-    target: TargetConfig
+    targets: list[TargetConfig]
     snapshot: SnapshotConfig = SnapshotConfig()
     resumer: ResumerConfig = SqliteResumer()
     pipeline: PipelineConfig = PipelineConfig()
     runtime: RuntimeConfig = RuntimeConfig()
     spark: SparkConfig = SparkConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _target_is_a_list_of_one(cls, raw):
+        if isinstance(raw, dict) and "target" in raw:
+            if "targets" in raw:
+                raise ValueError("give either target (one) or targets (a list), not both")
+            raw = {**raw, "targets": [raw["target"]]}
+            del raw["target"]
+        return raw
+
+    @property
+    def target(self) -> TargetConfig:
+        """The first target: it keeps the task's own position keys, so a task that gains targets keeps its
+        positions (engine/lanes.py)."""
+        return self.targets[0]
+
+    @model_validator(mode="after")
+    def _targets_fit_the_policy(self) -> "TaskConfig":
+        if not self.targets:
+            raise ValueError("targets is empty: name at least one target")
+        names = [t.name for t in self.targets]
+        if len(set(names)) != len(names):
+            raise ValueError(f"targets: each needs a name of its own (names: {names})")
+        urls = [str(t.db_url) for t in self.targets]  # masked: equal servers and databases
+        if len(set(urls)) != len(urls):
+            raise ValueError("targets: two targets have the same url; each target is a database of its own")
+        policy = self.pipeline.commit_policy
+        if policy == "required" and not any(t.required for t in self.targets):
+            raise ValueError("pipeline.commit_policy required: no target is required (required: true)")
+        quorum = _POLICY.match(policy).group(2)
+        if quorum is not None and int(quorum) > len(self.targets):
+            raise ValueError(f"pipeline.commit_policy {policy}: the task has only {len(self.targets)} targets")
+        for t in self.targets[1:]:
+            if self.pipeline.exactly_once and not isinstance(t.resumer or self.resumer, TargetResumer):
+                raise ValueError(f"pipeline.exactly_once needs each target's positions in that target: target "
+                                 f"{t.name} has resume_type {(t.resumer or self.resumer).resume_type}")
+        return self
 
     @model_validator(mode="after")
     def _split_columns_name_tables(self) -> "TaskConfig":
@@ -250,7 +302,7 @@ class TaskConfig(_Model):
         if unknown:
             listed = "source.collections" if self.source.db_type == "mongo" else "source.tables"
             raise ValueError(f"source.exclude_columns names tables not in {listed}: {sorted(unknown)}")
-        if self.pipeline.exactly_once and not isinstance(self.resumer, TargetResumer):
+        if self.pipeline.exactly_once and not isinstance(self.target.resumer or self.resumer, TargetResumer):
             raise ValueError("pipeline.exactly_once needs resumer.resume_type: from_target, so that each batch and "
                              "its checkpoint commit in one target transaction")
         if self.pipeline.exactly_once and self.source.db_type == "postgres":

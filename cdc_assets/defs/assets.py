@@ -16,10 +16,14 @@ def table_asset(config: TaskConfig, table: TableId) -> dg.AssetsDefinition:
         partitions_def=partitions_def(config.task_id, table),
         group_name=config.task_id,
         backfill_policy=dg.BackfillPolicy.multi_run(config.snapshot.partitions_per_run),
-        description=f"Snapshot of {config.source.db_type} table {table} into the {config.target.db_type} target, "
-                    f"one partition per primary-key split.",
+        description=f"Snapshot of {config.source.db_type} table {table} into "
+                    + ", ".join(f"the {t.db_type} target {t.name}" for t in config.targets)
+                    + ", one partition per primary-key split.",
         kinds={"spark", config.source.db_type},
-        metadata={"source_table": str(table), "target": str(config.target.db_url)},
+        metadata={"source_table": str(table), "target": str(config.target.db_url),
+                  **({f"target_{t.name}": f"{t.db_url} ({'required' if t.required else 'optional'})"
+                      for t in config.targets} if len(config.targets) > 1 else {}),
+                  **({"commit_policy": config.pipeline.commit_policy} if len(config.targets) > 1 else {})},
     )
     def _snapshot(context: dg.AssetExecutionContext, cdc_task: CdcTask, pyspark: TaskSpark) -> dg.MaterializeResult:
         try:
@@ -47,4 +51,23 @@ def _metadata(results: list[SplitResult]) -> dict:
         "seconds": dg.MetadataValue.float(round(seconds, 3)),
         "rows_per_sec": dg.MetadataValue.float(round(rows / seconds, 1) if seconds else 0.0),
         "splits_skipped": dg.MetadataValue.int(len(results) - len(read)),
+        **_per_target(results),
     }
+
+
+def _per_target(results: list[SplitResult]) -> dict:
+    """With several targets: what each one did with these splits (rows committed, finished before, failed)."""
+    out: dict[str, list[str]] = {}
+    for r in results:
+        for name, state in r.targets.items():
+            out.setdefault(name, []).append(state)
+    metadata = {}
+    for name, states in out.items():
+        rows = sum(int(s.split()[1]) for s in states if s.startswith("rows "))
+        failed = [s for s in states if s.startswith("failed")]
+        before = sum(1 for s in states if s == "finished before")
+        metadata[f"target_{name}_rows"] = dg.MetadataValue.int(rows)
+        metadata[f"target_{name}"] = dg.MetadataValue.text(
+            f"{len(states) - len(failed) - before} splits committed, {before} finished before, {len(failed)} failed"
+            + (f"; {failed[0]}" if failed else ""))
+    return metadata

@@ -17,7 +17,8 @@ from cdc_assets.defs.names import asset_key
 from cdc_assets.defs.resources import CdcTask
 from cdc_assets.engine.headroom import task_headroom
 from cdc_assets.engine.incremental import SyncReport, sync
-from cdc_assets.engine.log_start import snapshot_progress, unfinished_reason
+from cdc_assets.engine.log_start import task_progress, unfinished_reason
+from cdc_assets.engine.lane_states import run_key_part, target_checkpoints
 from cdc_assets.engine.membership import membership
 from cdc_assets.engine.planning import load_plans
 from cdc_assets.engine.runtime import TaskRuntime
@@ -89,7 +90,16 @@ def _run_metadata(report: SyncReport) -> dict:
 
 def _table_metadata(report: SyncReport, table: str) -> dict:
     # One log for all tables: checkpoint and lag are the task's; the events are the table's own.
-    return {**_run_metadata(report), "events_applied": dg.MetadataValue.int(report.per_table.get(table, 0))}
+    per_target = {}
+    for name, t in report.targets.items():  # several targets: each one's own figures
+        per_target |= {
+            f"target_{name}_events_applied": dg.MetadataValue.int(t.per_table.get(table, 0)),
+            f"target_{name}_checkpoint": dg.MetadataValue.text(str(t.checkpoint)),
+            f"target_{name}_lag_log_bytes": dg.MetadataValue.int(-1 if t.lag_bytes is None else t.lag_bytes),
+            f"target_{name}_state": dg.MetadataValue.text(report.target_states.get(name, "applying")),
+        }
+    return {**_run_metadata(report), "events_applied": dg.MetadataValue.int(report.per_table.get(table, 0)),
+            **per_target}
 
 
 def incremental_sensor(config: TaskConfig, config_path: str, job: dg.JobDefinition) -> dg.SensorDefinition:
@@ -118,9 +128,9 @@ def incremental_sensor(config: TaskConfig, config_path: str, job: dg.JobDefiniti
 
 
 def _decide(runtime: TaskRuntime):
-    checkpoint = runtime.resumer.checkpoint()
+    checkpoint, targets = target_checkpoints(runtime)
     if checkpoint is None and runtime.config.pipeline.startup_mode == "initial":
-        waiting = unfinished_reason(snapshot_progress(runtime))
+        waiting = unfinished_reason(task_progress(runtime))
         if waiting:
             return dg.SkipReason(f"waiting for the snapshot: {waiting}")
     changed = ""
@@ -130,11 +140,14 @@ def _decide(runtime: TaskRuntime):
         end = runtime.source.current_position()
         if not members.changed and not is_before(checkpoint.position, end):
             waiting = f"; waiting for the snapshot: {'; '.join(members.waiting)}" if members.waiting else ""
-            return dg.SkipReason(f"caught up: checkpoint {checkpoint.position} is the source's log end{waiting}")
+            return dg.SkipReason(f"caught up: checkpoint {checkpoint.position} is the source's log end{waiting}"
+                                 + "".join(f"; {note}" for note in targets))
         # A table joining or leaving needs a run even at the log end, and a key of its own.
         changed = ",".join(sorted([*map(str, members.joining), *(f"-{t}" for t in members.removed)]))
     plans = ",".join(sorted(p.plan_id for p in load_plans(runtime).values()))
     # Once per plan and checkpoint: never twice for the same start, and a new key after each run's progress.
     run_key = f"{hashlib.sha256(plans.encode()).hexdigest()[:12]}@{checkpoint.position if checkpoint else 'start'}"
     run_key += rollback_mark(runtime)  # a rollback brings back a checkpoint an earlier run started from
+    lanes = run_key_part(runtime)  # several targets: a target back from an outage starts from an earlier position
+    run_key += f"#{hashlib.sha256(lanes.encode()).hexdigest()[:12]}" if lanes else ""
     return dg.RunRequest(run_key=run_key + (f"+{changed}" if changed else ""), tags={TASK_TAG: runtime.config.task_id})

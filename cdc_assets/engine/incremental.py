@@ -10,6 +10,11 @@ A transaction larger than `transaction_part_events` arrives in parts (Transactio
 part, in log order, inside one target transaction that its final part commits together with its checkpoint:
 memory holds one part, never the transaction, and a crash in between rolls all of it back and the log is
 re-read from the checkpoint. Applying each part's compaction in order equals applying its changes in order.
+
+Several targets share one reader: each (a `_Lane`) applies the log from its own checkpoint in its own target
+transactions, skipping what it holds already, so a target that was down catches up without replaying what the
+others applied. The log is read from the earliest lane and released up to the earliest lane still applying;
+`pipeline.commit_policy` decides which lanes may fail without failing the run, and what the task's checkpoint is.
 """
 from __future__ import annotations
 
@@ -32,8 +37,9 @@ from cdc_assets.engine.prefetch import prefetch
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.savepoints import ImageWriter, recover, task_lease
 from cdc_assets.engine.schema_changes import SchemaChangeHalted, added_columns
+from cdc_assets.engine.target_down import one_line, target_down
 from cdc_assets.engine.target_transaction import Parts, Tally, TargetTransaction
-from cdc_assets.errors import PositionLost, UnreachableError
+from cdc_assets.errors import CdcError, PlanError, PositionLost, UnreachableError
 from cdc_assets.resumer.resumer import Checkpoint
 
 log = logging.getLogger("cdc_assets.incremental")
@@ -65,6 +71,8 @@ class SyncReport:
     waiting: list[str] = field(default_factory=list)  # added tables whose snapshot is not finished
     slow_batches: int = 0  # batches whose target apply exceeded pipeline.checkpoint_timeout_secs
     slowest: SlowBatch | None = None
+    targets: dict[str, "SyncReport"] = field(default_factory=dict)  # with several targets: each one's own
+    target_states: dict[str, str] = field(default_factory=dict)  # a target that did not apply: why (down, lost...)
 
     def lines(self) -> list[str]:
         tables = ", ".join(f"{t}: {n}" for t, n in sorted(self.per_table.items())) or "none"
@@ -79,6 +87,10 @@ class SyncReport:
             *([f"{self.slow_batches} batches over checkpoint_timeout_secs; slowest: {self.slowest.advice()}"]
               if self.slowest else []),
             f"checkpoint: {self.checkpoint}; lag {_fmt(self.lag_seconds, 's')}, {_fmt(self.lag_bytes, ' ' + self.lag_unit)} of log",
+            *[f"target {name}: {t.events} changes in {t.batches} batches, checkpoint {t.checkpoint}, lag "
+              f"{_fmt(t.lag_bytes, ' ' + t.lag_unit)} of log" + (f"; {self.target_states[name]}"
+                                                                   if name in self.target_states else "")
+              for name, t in self.targets.items()],
             f"{self.ended} after {self.seconds:.1f} s" + (f", {self.retries} reconnects" if self.retries else ""),
         ]
 
@@ -127,16 +139,181 @@ def _sync(rt: TaskRuntime, until_caught_up: bool, stop: threading.Event | None,
     else:
         report.ended = "stop requested"
     report.seconds = time.monotonic() - started
+    for lane in rt.lanes if len(rt.lanes) > 1 else []:
+        if lane.name in report.targets:
+            _measure_lag(rt, report.targets[lane.name])
+    _sum_up(rt, report)
     _measure_lag(rt, report)
     return report
 
 
+def _sum_up(rt: TaskRuntime, report: SyncReport) -> None:
+    """With several targets: the task's figures are the furthest target's, its checkpoint the policy's."""
+    if not report.targets:
+        return
+    furthest = max(report.targets.values(), key=lambda t: t.events)
+    for name in ("events", "skipped", "transactions", "batches", "rows_written", "per_table", "schema_version",
+                 "joined", "removed", "waiting"):
+        setattr(report, name, getattr(furthest, name))
+    report.slow_batches = sum(t.slow_batches for t in report.targets.values())
+    slowest = [t.slowest for t in report.targets.values() if t.slowest is not None]
+    report.slowest = max(slowest, key=lambda b: b.target_secs) if slowest else None
+    lags = [t.lag_seconds for n, t in report.targets.items() if n not in report.target_states and t.lag_seconds is not None]
+    report.lag_seconds = max(lags) if lags else None
+    report.checkpoint = rt.policy.checkpoint({n: t.checkpoint for n, t in report.targets.items()})
+
+
 class _Session:
-    """One connection's worth of reading: from the checkpoint to the end (or to a restart)."""
+    """One connection's worth of reading, from the earliest lane's checkpoint to the end (or to a restart), each
+    item handed to every lane still applying."""
 
     def __init__(self, rt: TaskRuntime, report: SyncReport, stop: threading.Event,
                  on_batch: Callable[[SyncReport], None] | None) -> None:
+        self.rt, self.report, self.stop = rt, report, stop
+        self.policy = rt.policy
+        self.several = len(rt.lanes) > 1
+        self.lanes: list[_Lane] = []
+        self.checked = time.monotonic()
+        for lane_rt in rt.lanes:
+            own = report.targets.setdefault(lane_rt.name, SyncReport()) if self.several else report
+            try:
+                if self.several:
+                    lane_rt.sink  # a target that is down is found here, not in its first batch
+                self.lanes.append(_Lane(lane_rt, own, stop, on_batch, self.acknowledge))
+            except Exception as exc:
+                self._drop_at_start(lane_rt, exc)
+                continue
+            report.target_states.pop(lane_rt.name, None)
+        self._policy_met()
+        self._drop_lost()
+        self.start = earliest([lane.position for lane in self.lanes])
+        self.schemas: dict[TableId, TableSchema] = {}
+        for lane in sorted(self.lanes, key=lambda lane: 0 if lane.position == self.start else 1):
+            lane.behind(self.start)
+            for table, schema in lane.schemas.items():
+                self.schemas.setdefault(table, schema)  # the earliest lane's schema reads the log from its start
+        if self.several and not report.start:
+            report.start = str(self.start)
+            report.start_reason = "the earliest checkpoint of " + ", ".join(
+                f"{lane.rt.name} ({lane.report.start_reason})" for lane in self.lanes)
+        self.reader = rt.log.reader(self.schemas)
+
+    def _drop_at_start(self, lane_rt: TaskRuntime, exc: Exception) -> None:
+        """A target that cannot start applying: down, or waiting for its snapshot. Fatal unless the policy
+        tolerates it."""
+        waiting = isinstance(exc, PlanError)
+        if not self.several or not (waiting or target_down(exc)) or not self.policy.tolerates(lane_rt.name):
+            if self.several and isinstance(exc, CdcError):
+                try:
+                    named = type(exc)(f"target {lane_rt.name}: {exc.message}", exc.hint)
+                except TypeError:
+                    raise exc from None
+                raise named from None
+            raise exc
+        self._record_out(lane_rt, ("waiting: " if waiting else "down: ") + one_line(exc))
+
+    def _record_out(self, lane_rt: TaskRuntime, state: str) -> None:
+        log.warning("target %s is not applying the log in this run (commit_policy %s goes on without it): %s",
+                    lane_rt.name, self.policy.text, state)
+        self.report.target_states[lane_rt.name] = state
+        lane_rt.reconnect()
+
+    def _policy_met(self) -> None:
+        applying = {lane.rt.name for lane in self.lanes}
+        if not self.policy.met(applying):
+            states = "; ".join(f"{n}: {s}" for n, s in self.report.target_states.items())
+            raise UnreachableError(f"commit_policy {self.policy.text} cannot be met: {self.policy.missing(applying)} "
+                                   f"({states})", "bring the targets named back; the run retries them")
+
+    def _drop_lost(self) -> None:
+        """A lane whose checkpoint is before the oldest position the source still keeps cannot catch up from the
+        log: fatal for a target the policy needs, dropped (and said) for one it tolerates."""
+        positions = [lane.position for lane in self.lanes]
+        if len(self.lanes) < 2 or all(p == positions[0] for p in positions):
+            return
+        oldest = self.rt.log.earliest()
+        for lane in list(self.lanes):
+            if not is_before(lane.position, oldest):
+                continue
+            message = (f"target {lane.rt.name}'s checkpoint {lane.position} is before the oldest position the "
+                       f"source keeps ({oldest}): its changes since are gone from the log")
+            hint = (f"snapshot target {lane.rt.name} again: with the incremental launcher stopped, remove it from "
+                    "targets, empty its tables, and add it back under a new name; it is snapshotted and joins the "
+                    "log phase from its own low watermarks")
+            if not self.policy.tolerates(lane.rt.name):
+                raise PositionLost(message, hint)
+            self.lanes.remove(lane)
+            self._record_out(lane.rt, f"lost: {message}; {hint}")
+            self._policy_met()
+
+    def acknowledge(self) -> None:
+        """The log may be released up to the earliest lane still applying."""
+        if self.lanes:
+            self.reader.acknowledge(release_bound(self.rt, self.schemas, earliest([lane.position for lane in self.lanes])))
+
+    def run(self, until: Position | None) -> None:
+        if until is not None and not is_before(self.start, until):
+            for lane in self.lanes:
+                if lane._pending_schema:
+                    lane._checkpoint(0, lane.position)  # nothing to read; the start is still worth recording
+            return
+        parts_of = self.rt.config.pipeline.transaction_part_events
+        items = prefetch(self.reader.read(self.start, stop_at=until, part_events=parts_of), self.reader.close)
+        try:
+            for item in items:
+                for lane in list(self.lanes):
+                    self._guarded(lane, lane.step, item)
+                # A transaction in parts is finished first: stopping would throw its parts away, and runs
+                # bounded in time could then never get past it.
+                if self.stop.is_set() and all(lane.settled for lane in self.lanes):
+                    break
+                self._rejoin()
+            for lane in list(self.lanes):
+                self._guarded(lane, lane.finish)
+        finally:
+            items.close()
+            for lane in self.lanes:
+                lane._abandon_parts()
+
+    def _guarded(self, lane: "_Lane", step: Callable, *args) -> None:
+        """Run a lane's step; a target the policy tolerates that fails leaves the session, the others go on."""
+        try:
+            step(*args)
+        except Exception as exc:
+            if not self.several or not target_down(exc) or not self.policy.tolerates(lane.rt.name):
+                raise
+            lane._abandon_parts()
+            self.lanes.remove(lane)
+            self._record_out(lane.rt, f"down since {lane.position}: {one_line(exc)}")
+            self._policy_met()
+
+    def _rejoin(self) -> None:
+        """Every MEMBERSHIP_CHECK_SECS: a target that was down and answers again rejoins (the session restarts
+        from its checkpoint, the others skipping what they hold)."""
+        if not self.several or time.monotonic() - self.checked < MEMBERSHIP_CHECK_SECS:
+            return
+        self.checked = time.monotonic()
+        if any(lane.batch or not lane.settled for lane in self.lanes):
+            return
+        for lane_rt in self.rt.lanes:
+            if self.report.target_states.get(lane_rt.name, "").startswith("down"):
+                try:
+                    lane_rt.sink
+                except Exception:
+                    lane_rt.reconnect()
+                    continue
+                log.info("target %s answers again: it catches up from its own checkpoint", lane_rt.name)
+                raise _Restart()
+
+
+class _Lane:
+    """One target's side of a session: its checkpoint, its filters, its batch and its target transactions."""
+
+    def __init__(self, rt: TaskRuntime, report: SyncReport, stop: threading.Event,
+                 on_batch: Callable[[SyncReport], None] | None, acknowledge: Callable[[], None]) -> None:
         self.rt, self.report, self.stop, self.on_batch = rt, report, stop, on_batch
+        self.acknowledge = acknowledge  # tells the session this lane's checkpoint moved
+        self.floor: Position | None = None  # the lane's checkpoint, while the session reads from before it
         self.pipeline = rt.config.pipeline
         self._pending_schema: list = []  # schema records to write with the next checkpoint
         self.ahead: dict[TableId, Position] = {}  # tables that applied the log further than `position`
@@ -163,7 +340,7 @@ class _Session:
         self.skip = split_watermarks(rt) if self.pipeline.exactly_once else {}
         self.horizons = snapshot_horizons(rt)
         self.members_checked = time.monotonic()
-        self.reader = rt.log.reader(self.schemas)
+        self.batch, self.opened, self.idle_at = Batch(), time.monotonic(), None
         self._parts: Parts | None = None
         self.images = ImageWriter(rt)  # before-images while a savepoint exists
 
@@ -207,56 +384,66 @@ class _Session:
     def _describe(self) -> dict[TableId, TableSchema]:
         return {t: describe(self.rt, t) for t in self.rt.config.source.table_ids}
 
-    def run(self, until: Position | None) -> None:
-        if until is not None and not is_before(self.position, until):
-            if self._pending_schema:
-                self._checkpoint(0, self.position)  # nothing to read; the start is still worth recording
+    def behind(self, start: Position) -> None:
+        """The session reads from `start`, before this lane's checkpoint: skip what it holds already."""
+        if not is_before(start, self.position):
             return
-        limit_events, interval = self.pipeline.checkpoint_after_events, self.pipeline.checkpoint_interval_secs
-        batch, opened, idle_at = Batch(), time.monotonic(), None
-        parts_of = self.pipeline.transaction_part_events
-        items = prefetch(self.reader.read(self.position, stop_at=until, part_events=parts_of), self.reader.close)
-        try:
-            for item in items:
-                if isinstance(item, TransactionPart):
-                    if self._parts is None:
-                        self._flush(batch)  # a transaction in parts has a target transaction of its own
-                        batch = Batch()
-                    self._part(item)
-                elif isinstance(item, Transaction):
-                    if self._parts is not None:
-                        self._finish_parts(item)
-                        opened = time.monotonic()
-                    else:
-                        batch.add(self._filter(item))
-                elif isinstance(item, Idle) and self._parts is None:
-                    idle_at = item.position
-                    if not batch:
-                        self.report.lag_seconds = 0.0
-                elif isinstance(item, SchemaChange):
-                    self._flush(batch)
-                    batch = Batch()
-                    self._schema_change(item)
-                full = batch.events >= limit_events or (batch and (time.monotonic() - opened >= interval or (
-                    isinstance(item, Idle) and item.flush)))
-                if full or (self.stop.is_set() and batch):
-                    self._flush(batch)
-                    batch, opened = Batch(), time.monotonic()
-                elif not batch and idle_at is not None and time.monotonic() - opened >= interval:
-                    self._advance(idle_at)  # quiet: move the checkpoint so lag reads 0 and the log can be released
-                    opened = time.monotonic()
-                # A transaction in parts is finished first: stopping would throw its parts away, and runs
-                # bounded in time could then never get past it.
-                if self.stop.is_set() and self._parts is None:
-                    break
-                if not batch and self._parts is None and self._members_changed():
-                    raise _Restart()  # a table finished its snapshot meanwhile: reopen the log from its start
+        self.floor = self.position
+        # Parts of a transaction are held whole until its end shows whether this lane holds it (_may_skip).
+        self.ahead = {t: self.ahead.get(t, self.position) for t in self.schemas}
+
+    def step(self, item) -> None:
+        """Take one item of the log: batch it, apply and checkpoint when the batch is full."""
+        if self.floor is not None and self._parts is None:
+            at = item.end if isinstance(item, Transaction) else getattr(item, "position", None)
+            if at is not None and not is_before(self.floor, at):
+                return  # this target applied it before
+            if isinstance(item, Transaction):
+                self.floor = None  # past its checkpoint: from here on it applies what the others apply
+        pipeline = self.pipeline
+        limit_events, interval = pipeline.checkpoint_after_events, pipeline.checkpoint_interval_secs
+        batch = self.batch
+        if isinstance(item, TransactionPart):
+            if self._parts is None:
+                self._flush(batch)  # a transaction in parts has a target transaction of its own
+                batch = self.batch = Batch()
+            self._part(item)
+        elif isinstance(item, Transaction):
+            if self._parts is not None:
+                self._finish_parts(item)
+                self.opened = time.monotonic()
+            else:
+                batch.add(self._filter(item))
+        elif isinstance(item, Idle) and self._parts is None:
+            self.idle_at = item.position
+            if not batch:
+                self.report.lag_seconds = 0.0
+        elif isinstance(item, SchemaChange):
             self._flush(batch)
-            if idle_at is not None:
-                self._advance(idle_at)
-        finally:
-            items.close()
-            self._abandon_parts()
+            batch = self.batch = Batch()
+            self._schema_change(item)
+        full = batch.events >= limit_events or (batch and (time.monotonic() - self.opened >= interval or (
+            isinstance(item, Idle) and item.flush)))
+        if full or (self.stop.is_set() and batch):
+            self._flush(batch)
+            self.batch, self.opened = Batch(), time.monotonic()
+        elif not batch and self.idle_at is not None and time.monotonic() - self.opened >= interval:
+            self._advance(self.idle_at)  # quiet: move the checkpoint so lag reads 0 and the log can be released
+            self.opened = time.monotonic()
+        if not self.batch and self._parts is None and not self.stop.is_set() and self._members_changed():
+            raise _Restart()  # a table finished its snapshot meanwhile: reopen the log from its start
+
+    @property
+    def settled(self) -> bool:
+        """No transaction in parts is open: stopping now throws nothing half-applied away."""
+        return self._parts is None
+
+    def finish(self) -> None:
+        """The log ended (or a stop): apply what is batched, and move the checkpoint to the last quiet point."""
+        self._flush(self.batch)
+        self.batch = Batch()
+        if self.idle_at is not None:
+            self._advance(self.idle_at)
 
     def _members_changed(self) -> bool:
         """Every MEMBERSHIP_CHECK_SECS, and only in a checkpointed session: has a table finished its snapshot?"""
@@ -401,7 +588,7 @@ class _Session:
         self._pending_schema = []
         self.position = self.report.checkpoint = position
         self.report.schema_version = self.version
-        self.reader.acknowledge(release_bound(rt, self.schemas, position))
+        self.acknowledge()
 
     def _schema_change(self, change: SchemaChange) -> None:
         policy, table = self.pipeline.schema_change_policy, change.table

@@ -8,6 +8,7 @@ from cdc_assets.core.tables import TableId
 from cdc_assets.core.watermarks import TableWatermarks
 from cdc_assets.engine.planning import load_plans
 from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.engine.target_down import target_down
 from cdc_assets.errors import PlanError
 
 SNAPSHOT_HINT = "run `cdc-assets snapshot`, or materialize the missing partitions in Dagster"
@@ -22,6 +23,29 @@ def snapshot_progress(rt: TaskRuntime) -> list[tuple[TableId, int, int]]:
         plan = plans.get(table)
         splits = plan.splits if plan else []
         done = sum(1 for s in splits if s.id in finished and finished[s.id].position_data.get("plan_id") == plan.plan_id)
+        out.append((table, done, len(splits)))
+    return out
+
+
+def task_progress(rt: TaskRuntime) -> list[tuple[TableId, int, int]]:
+    """As `snapshot_progress`, a split counting as finished where `pipeline.commit_policy` is met for it."""
+    if len(rt.lanes) == 1:
+        return snapshot_progress(rt)
+    plans = load_plans(rt)
+    finished = {}
+    for lane in rt.lanes:
+        try:
+            finished[lane.name] = lane.resumer.finished()
+        except Exception as exc:
+            if not target_down(exc):
+                raise
+            lane.reconnect()
+    out = []
+    for table in rt.config.source.table_ids:
+        plan = plans.get(table)
+        splits = plan.splits if plan else []
+        done = sum(1 for s in splits if rt.policy.met({
+            n for n, f in finished.items() if s.id in f and f[s.id].position_data.get("plan_id") == plan.plan_id}))
         out.append((table, done, len(splits)))
     return out
 

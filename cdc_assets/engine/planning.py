@@ -9,6 +9,7 @@ from cdc_assets.core.watermarks import ORDERED_KINDS
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.columns import carried
 from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.engine.target_down import one_line, target_down
 from cdc_assets.errors import REPLAN_HINT, PlanError
 
 log = logging.getLogger("cdc_assets.planning")
@@ -40,12 +41,21 @@ def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
     schemas = [describe(rt, t) for t in rt.config.source.table_ids]
     rt.log.prepare(rt.config.source.table_ids, replan)  # before any low watermark: the log from there on is kept
     planned_at = None  # taken once, and only when a table needs a plan
-    for schema in schemas:
-        rt.sink.ensure_table(schema)
+    for lane in rt.lanes:
+        try:
+            for schema in schemas:
+                lane.sink.ensure_table(schema)
+        except Exception as exc:  # a target the policy may do without: its tables are made at its snapshot
+            if len(rt.lanes) == 1 or not (rt.policy.tolerates(lane.name) and target_down(exc)):
+                raise
+            log.warning("target %s is down; its tables are created when its splits are snapshotted: %s",
+                        lane.name, one_line(exc))
+            lane.reconnect()
     if replan:
         for schema in schemas:
             rt.plans.delete(schema.table)
-        rt.resumer.clear()
+        for lane in rt.lanes:
+            lane.resumer.clear()
     _drop_abandoned_plans(rt)
     out = []
     for schema in schemas:

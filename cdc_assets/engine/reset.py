@@ -50,6 +50,7 @@ class ResetResult:
 
 def reset_checkpoint(rt: TaskRuntime, to: ResetTo, by: str, position: Position | None = None) -> ResetResult:
     """Move the checkpoint; see the module docstring. Raises PositionLost for a position the log no longer has."""
+    rt.one_target("a reset")
     with task_lease(rt.config, "reset", owner=rt):
         return _reset(rt, to, by, position)
 

@@ -5,10 +5,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable
 
-from cdc_assets.config import DbResumer, LogResumer, SqliteResumer, TargetResumer, TaskConfig
+from cdc_assets.config import DbResumer, LogResumer, SqliteResumer, TargetConfig, TargetResumer, TaskConfig
 from cdc_assets.core.boundary import Log, Sink, SnapshotSource
+from cdc_assets.core.commit_policy import CommitPolicy
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.engine.plans import PlanStore
+from cdc_assets.errors import ConfigError
 from cdc_assets.engine.registry import position_store_factory, sink_factory, source_engine
 from cdc_assets.resumer.logfile import PositionLog
 from cdc_assets.resumer.resumer import Resumer
@@ -25,38 +27,81 @@ class PhaseHooks:
 
 
 class TaskRuntime:
-    def __init__(self, config: TaskConfig, hooks: PhaseHooks | None = None) -> None:
+    """A task at run time, seen through one of its targets (`target`, the first unless given): `sink` and
+    `resumer` are that target's. With several targets, `lanes` holds one runtime per target; they share the
+    source, the log, the plans and Spark of the runtime that made them."""
+
+    def __init__(self, config: TaskConfig, hooks: PhaseHooks | None = None, target: TargetConfig | None = None,
+                 parent: "TaskRuntime | None" = None) -> None:
         self.config = config
         self.hooks = hooks or PhaseHooks()
-        self.plans = PlanStore(config.data_dir, config.task_id)
+        self.target = target or config.targets[0]
+        self.parent = parent
+        self.plans = parent.plans if parent else PlanStore(config.data_dir, config.task_id)
         self.capture_notes: list[str] = []  # the source's capture check: log retention, warnings
         self._spark = None
         self._owns_spark = False
 
     @cached_property
+    def lanes(self) -> list["TaskRuntime"]:
+        """One runtime per target, in config order; this one stands for its own target."""
+        if self.parent is not None:
+            return self.parent.lanes
+        return [self if t is self.target else TaskRuntime(self.config, self.hooks, t, parent=self)
+                for t in self.config.targets]
+
+    @property
+    def policy(self) -> CommitPolicy:
+        return CommitPolicy.parse(self.config.pipeline.commit_policy, {t.name: t.required for t in self.config.targets})
+
+    def one_target(self, doing: str) -> None:
+        """Refuse what is not built for several targets yet, rather than do it to the first one only."""
+        if len(self.config.targets) > 1:
+            raise ConfigError(f"{doing} works on a task with one target; task {self.config.task_id} has "
+                              f"{len(self.config.targets)} ({', '.join(t.name for t in self.config.targets)})",
+                              "run it on a task file that names one of the targets as its only target")
+
+    @property
+    def name(self) -> str:
+        """The target's name, as logs, errors and metadata call it."""
+        return self.target.name
+
+    @property
+    def position_key(self) -> str:
+        """Whose records the position store holds: the task's id for the first target (as before it had several),
+        `<task>.<target>` for the others."""
+        if self.target is self.config.targets[0]:
+            return self.config.task_id
+        return f"{self.config.task_id}.{self.target.name}"
+
+    @cached_property
     def source(self) -> SnapshotSource:
+        if self.parent is not None:
+            return self.parent.source
         url = self.config.source.db_url
         return source_engine(url.db_type).snapshot(url, **self.config.source.engine_options)
 
     @cached_property
     def log(self) -> Log:
+        if self.parent is not None:
+            return self.parent.log
         url = self.config.source.db_url
         return source_engine(url.db_type).log(url, self.config.task_id)
 
     @cached_property
     def sink(self) -> Sink:
-        url = self.config.target.db_url
+        url = self.target.db_url
         return sink_factory(url.db_type)(url, self.config.source.db_type,
                                          write_batch_size=self.config.snapshot.write_batch_size)
 
     @cached_property
     def resumer(self) -> Resumer:
         log = PositionLog(self.config.log_dir)
-        r = self.config.resumer
+        r = self.target.resumer or self.config.resumer
         if isinstance(r, SqliteResumer):
             store = SqlitePositionStore(r.path or self.config.data_dir / "positions.sqlite")
         elif isinstance(r, TargetResumer):
-            url = self.config.target.db_url
+            url = self.target.db_url
             store = position_store_factory(url.db_type)(url, r.table_full_name, "from_target")
         elif isinstance(r, DbResumer):
             url = DbUrl.parse(r.url, "resumer.url")
@@ -64,10 +109,12 @@ class TaskRuntime:
         elif isinstance(r, LogResumer):
             store = log if r.log_dir is None else PositionLog(r.log_dir)
             log = store
-        return Resumer(self.config.task_id, store, log, self.config.source.db_type)
+        return Resumer(self.position_key, store, log, self.config.source.db_type)
 
     @property
     def spark(self):
+        if self.parent is not None:
+            return self.parent.spark
         if self._spark is None:
             from cdc_assets.spark.session import build_session, warm_up_source  # Spark starts in seconds: only when reading
 
@@ -87,14 +134,22 @@ class TaskRuntime:
 
     def close(self) -> None:
         self.reconnect()
+        self.__dict__.pop("lanes", None)
         self.__dict__.pop("log", None)
         if self._spark is not None and self._owns_spark:
             self._spark.stop()
         self._spark, self._owns_spark = None, False
 
     def reconnect(self) -> None:
-        """Close the source, sink and position store; they reopen on next use (after a lost connection)."""
-        for name in ("source", "sink", "resumer"):
+        """Close the source, sinks and position stores; they reopen on next use (after a lost connection)."""
+        if self.parent is None:
+            for lane in self.__dict__.get("lanes", []):
+                if lane is not self:
+                    lane.reconnect()
+        else:  # the parent's: forget them, the parent closes them
+            self.__dict__.pop("source", None)
+            self.__dict__.pop("log", None)
+        for name in ("sink", "resumer") if self.parent else ("source", "sink", "resumer"):
             if name in self.__dict__:
                 try:
                     self.__dict__.pop(name).close()

@@ -168,6 +168,7 @@ def _checkpoint_record(rt: TaskRuntime) -> PositionRecord | None:
 
 def create(rt: TaskRuntime, name: str) -> SavepointReport:
     """Tag the target tables' state and the task's positions as `name`: no table is copied."""
+    rt.one_target("a savepoint")
     if not _NAME.match(name or ""):
         raise SavepointError(f"savepoint name {name!r} is not allowed",
                              "use 1-100 letters, digits, '_', '.', '-', starting with a letter or digit")
@@ -244,6 +245,7 @@ def _refusals(rt: TaskRuntime, sp: Savepoint) -> list[str]:
 
 def rollback(rt: TaskRuntime, name: str) -> SavepointReport:
     """Restore the target tables and the checkpoint to savepoint `name`, in one target transaction."""
+    rt.one_target("a savepoint rollback")
     started = time.monotonic()
     task = rt.config.task_id
     with task_lease(rt, doing=f"savepoint rollback {name}"):

@@ -2,9 +2,16 @@
 watermark, then one target transaction (`sink.transaction()`, as the log phase uses) that replaces the splits'
 rows with the staged ones, applies the backfill and (with `from_target`) writes the finished markers. Splits
 already finished are skipped, never re-read, unless their last verification failed (engine/repair.py).
+
+With several targets, a split is read once per row format the targets ask for (one read for targets of one
+engine), between one pair of watermarks, and written to each target that has not finished it; each target
+commits in its own transaction with its own finished markers. A split is finished for the task when
+`pipeline.commit_policy` is met; a target the policy tolerates may fail without failing the split, and reads the
+split when it is materialized again. A target that finished a split never has it written again.
 """
 from __future__ import annotations
 
+import logging
 import time
 import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -23,9 +30,11 @@ from cdc_assets.errors import CdcError, PlanError
 from cdc_assets.resumer.records import now_text
 from cdc_assets.resumer.resumer import SplitWatermarks
 from cdc_assets.engine.faults import crash_point
+from cdc_assets.engine.target_down import one_line, target_down
 from cdc_assets.spark.errors import root_cause
-from cdc_assets.spark.staging import stage
+from cdc_assets.spark.staging import stage_each
 
+log = logging.getLogger("cdc_assets.snapshot")
 ERRORS_LOG = "errors.log"  # beside position.log: the full traces behind one-line split failures
 
 
@@ -38,12 +47,15 @@ class SplitResult:
     high_watermark: str
     seconds: float
     skipped: bool = False  # finished before this run: not read again
+    targets: dict[str, str] = field(default_factory=dict)  # with several targets: what each one did
 
 
 def snapshot_splits(rt: TaskRuntime, table: TableId, split_ids: list[str]) -> list[SplitResult]:
     plan = rt.plans.load(table)
     if plan is None:
         raise PlanError(f"{table} has no split plan", "run `cdc-assets plan` first")
+    if len(rt.lanes) > 1:
+        return _snapshot_lanes(rt, plan, split_ids)
     finished = rt.resumer.finished(split_ids)
     again = needing_repair(rt, finished)  # failed their verification: read again (engine/repair.py)
     done = [_skipped(finished[s]) for s in split_ids if s in finished and s not in again]
@@ -52,23 +64,75 @@ def snapshot_splits(rt: TaskRuntime, table: TableId, split_ids: list[str]) -> li
         return done
     schema = describe(rt, table)
     with held_for_repair(rt, plan, schema, [s for s in todo if s.id in again]):
-        return done + _pipeline(rt, plan, schema, todo, again)
+        return done + _pipeline(rt, [rt], plan, schema, todo, again)
+
+
+def _snapshot_lanes(rt: TaskRuntime, plan: SplitPlan, split_ids: list[str]) -> list[SplitResult]:
+    """Several targets: each split goes to the targets that have not finished it, grouped by which ones."""
+    policy, finished, down = rt.policy, {}, {}
+    for lane in rt.lanes:
+        try:
+            finished[lane.name] = lane.resumer.finished(split_ids)
+        except Exception as exc:
+            if not (policy.tolerates(lane.name) and target_down(exc)):
+                raise
+            down[lane.name] = f"failed: {one_line(exc)}"
+            log.warning("target %s is not snapshotted in this run: %s", lane.name, down[lane.name])
+            lane.reconnect()
+    up = [lane for lane in rt.lanes if lane.name not in down]
+    wanted: dict[tuple[str, ...], list[str]] = {}
+    results = []
+    for split_id in split_ids:
+        names = tuple(lane.name for lane in up if split_id not in finished[lane.name])
+        if names:
+            wanted.setdefault(names, []).append(split_id)
+            continue
+        first = next(iter(finished[lane.name][split_id] for lane in up))
+        results.append(_skipped(first, {lane.name: "finished before" for lane in up} | down))
+    if not wanted:
+        return results
+    schema = describe(rt, plan.table)
+    for lane in up:
+        if any(lane.name in names for names in wanted):
+            lane.sink.ensure_table(schema)  # a target that was down when the task was planned
+    for names, ids in wanted.items():
+        lanes = [lane for lane in up if lane.name in names]
+        for r in _pipeline(rt, lanes, plan, schema, [plan.split(s) for s in ids]):
+            acknowledged = {n for n, what in r.targets.items() if what.startswith(("rows", "finished"))}
+            acknowledged |= {lane.name for lane in up if lane.name not in names}
+            if not policy.met(acknowledged):
+                raise SplitFailed(f"{r.split_id} of {plan.table} is not finished for the task: "
+                                  f"{policy.missing(acknowledged)} ({r.targets | down})",
+                                  "bring the targets named back, then materialize the split again")
+            results.append(SplitResult(**{**r.__dict__, "targets": {**r.targets, **down,
+                                          **{lane.name: "finished before" for lane in up if lane.name not in names}}}))
+    return results
+
+
+@dataclass
+class _Staged:
+    """One target's side of a group: its staging table, the export it was written from, its read counts, and
+    (after the commit) its finished markers."""
+
+    lane: TaskRuntime
+    staging: TableId
+    export: RowExport
+    reads: dict[str, int]
+    finished: list = field(default_factory=list)
 
 
 @dataclass
 class _StagedGroup:
-    """Splits read into one staging table, waiting for their commit."""
+    """Splits read into one staging table per target, waiting for their commit."""
 
     splits: list[Split]
-    staging: TableId
-    export: RowExport
     marks: list[SplitWatermarks]
-    reads: dict[str, int]
+    targets: list[_Staged]
     started: float
-    finished: list = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # a tolerated target whose staging write failed
 
 
-def _pipeline(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: list[Split],
+def _pipeline(rt: TaskRuntime, lanes: list[TaskRuntime], plan: SplitPlan, schema: TableSchema, splits: list[Split],
               again: set[str] = frozenset()) -> list[SplitResult]:
     """Read groups of splits one Spark wave at a time, committing each group while the next one reads.
 
@@ -79,15 +143,15 @@ def _pipeline(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: lis
     groups = [splits[i:i + width] for i in range(0, len(splits), width)]
     results: list[SplitResult] = []
     pending: list[tuple[_StagedGroup, Future]] = []
-    locks = rt.sink.split_locks(rt.config.task_id)
+    locks = _leases(rt).sink.split_locks(rt.config.task_id)
     try:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdc-commit") as committer:
             try:
                 for group in groups:
-                    group = _lease(rt, locks, group, results, again)
+                    group = _lease(rt, lanes, locks, group, results, again)
                     if not group:
                         continue
-                    staged = _read_group(rt, plan, schema, group)
+                    staged = _read_group(rt, lanes, plan, schema, group)
                     pending.append((staged, committer.submit(_commit_group, rt, plan, schema, staged)))
                     results += _settle(rt, pending, locks, wait=False)
             finally:
@@ -97,12 +161,20 @@ def _pipeline(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: lis
     return results
 
 
-def _lease(rt: TaskRuntime, locks: SplitLeases, group: list[Split], results: list[SplitResult],
-           again: set[str]) -> list[Split]:
+def _leases(rt: TaskRuntime) -> TaskRuntime:
+    """Where the split leases live: the first target the policy cannot do without (the same for every run)."""
+    return next((lane for lane in rt.lanes if not rt.policy.tolerates(lane.name)), rt.lanes[0])
+
+
+def _lease(rt: TaskRuntime, lanes: list[TaskRuntime], locks: SplitLeases, group: list[Split],
+           results: list[SplitResult], again: set[str]) -> list[Split]:
     """Lease the group's splits; those another run finished while this one waited are reported as skipped
     (`again`: being repaired, unless another run repaired them meanwhile)."""
     locks.acquire([s.id for s in group], rt.config.snapshot.split_lock_timeout_secs)
-    finished = rt.resumer.finished([s.id for s in group])
+    finished = {}
+    for lane in lanes:  # finished in every target this run writes: nothing left to do
+        of_lane = lane.resumer.finished([s.id for s in group])
+        finished = of_lane if lane is lanes[0] else {s: r for s, r in finished.items() if s in of_lane}
     redo = needing_repair(rt, {s: r for s, r in finished.items() if s in again})
     done = [s.id for s in group if s.id in finished and s.id not in redo]
     locks.release(done)
@@ -110,27 +182,65 @@ def _lease(rt: TaskRuntime, locks: SplitLeases, group: list[Split], results: lis
     return [s for s in group if s.id not in done]
 
 
-def _read_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: list[Split]) -> _StagedGroup:
+def _read_group(rt: TaskRuntime, lanes: list[TaskRuntime], plan: SplitPlan, schema: TableSchema,
+                splits: list[Split]) -> _StagedGroup:
     started = time.monotonic()
-    source, sink, resumer = rt.source, rt.sink, rt.resumer
-    export = source.export(plan, schema, splits, sink.target_format())
-    staging = sink.staging_table(schema.table, splits[0].index)
-    sink.create_staging(staging, export, schema.primary_key)
+    source = rt.source
+    targets: list[_Staged] = []
+    exports: dict[tuple, list[_Staged]] = {}  # one read per row format the targets ask for
+    for lane in lanes:
+        target = lane.sink.target_format()
+        kind = (type(lane.sink), target.db_type, target.rows)
+        export = exports[kind][0].export if kind in exports else source.export(plan, schema, splits, target)
+        staging = lane.sink.staging_table(schema.table, splits[0].index)
+        lane.sink.create_staging(staging, export, schema.primary_key)
+        staged = _Staged(lane, staging, export, {})
+        exports.setdefault(kind, []).append(staged)
+        targets.append(staged)
     ids = [s.id for s in splits]
     low = source.current_position()
-    reads = resumer.record_low([SplitWatermarks(s, plan.plan_id, low) for s in splits])
+    lows = [SplitWatermarks(s, plan.plan_id, low) for s in splits]
+    for staged in targets:
+        staged.reads = staged.lane.resumer.record_low(lows)
     _call(rt.hooks.after_low, ids)
-    try:
-        stage(rt.spark, export, sink.staging_write(staging, export), rt.config.snapshot.fetch_size)
-    except Exception as exc:  # a worker's or a driver's error, wrapped by Spark
-        raise _failed(rt, splits, [SplitWatermarks(s, plan.plan_id, low) for s in splits], reads, exc,
-                      detail=source.explain_failure(schema, export, exc)) from None
+    failed: dict[str, str] = {}
+    for group in exports.values():
+        export = group[0].export
+        writes = [staged.lane.sink.staging_write(staged.staging, export) for staged in group]
+        try:
+            errors = stage_each(rt.spark, export, writes, rt.config.snapshot.fetch_size)
+        except Exception as exc:  # a worker's or a driver's error, wrapped by Spark
+            errors = [exc] * len(group)
+        for staged, exc in zip(group, errors):
+            if exc is None:
+                continue
+            if len(lanes) > 1 and rt.policy.tolerates(staged.lane.name):
+                failed[staged.lane.name] = _failed_target(rt, staged, splits, lows, exc)
+                continue
+            raise _failed(staged.lane, splits, lows, staged.reads, exc, where="in Spark" if len(lanes) == 1 else
+                          f"in Spark (target {staged.lane.name})",
+                          detail=source.explain_failure(schema, export, exc)) from None
     _call(rt.hooks.after_write, ids)
     high = source.current_position()
     marks = [SplitWatermarks(s, plan.plan_id, low, high) for s in splits]
-    resumer.record_high(marks, reads)
+    targets = [staged for staged in targets if staged.lane.name not in failed]
+    for staged in targets:
+        staged.lane.resumer.record_high(marks, staged.reads)
     _call(rt.hooks.after_high, ids)
-    return _StagedGroup(splits, staging, export, marks, reads, started)
+    return _StagedGroup(splits, marks, targets, started, failed)
+
+
+def _failed_target(rt: TaskRuntime, staged: _Staged, splits: list[Split], marks: list[SplitWatermarks],
+                   exc: Exception) -> str:
+    """A target the policy tolerates failed its part of a group: said, recorded where possible, not raised."""
+    line = f"failed: {one_line(exc)}"
+    log.warning("target %s: %s..%s of %s %s; the others go on", staged.lane.name, splits[0].id, splits[-1].id,
+                splits[0].table, line)
+    try:
+        staged.lane.resumer.record_failed(marks, staged.reads, line)
+    except Exception:  # its position store may be down with it
+        staged.lane.reconnect()
+    return line
 
 
 class SplitFailed(CdcError):
@@ -160,32 +270,46 @@ class _Committed:
     staged_bytes: int
 
 
-def _commit_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, staged: _StagedGroup) -> _Committed:
-    """Runs on the commit thread: touches only the sink's commit connection and pure resumer methods.
+def _commit_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema,
+                  staged: _StagedGroup) -> dict[str, _Committed | Exception]:
+    """Runs on the commit thread: touches only the sinks' commit connections and pure resumer methods. Each
+    target commits on its own; with several, one's failure is returned for `_settle` to judge."""
+    out: dict[str, _Committed | Exception] = {}
+    for target in staged.targets:
+        try:
+            out[target.lane.name] = _commit_target(target.lane, plan, schema, staged, target)
+        except Exception as exc:
+            if len(staged.targets) + len(staged.failed) == 1:
+                raise
+            out[target.lane.name] = exc
+    return out
 
-    One target transaction: the staged rows replace the splits' ranges, rows the source deleted go, the
+
+def _commit_target(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, staged: _StagedGroup,
+                   target: _Staged) -> _Committed:
+    """One target transaction: the staged rows replace the splits' ranges, rows the source deleted go, the
     backfill brings the keys to the high watermark, and (with `from_target`) the finished markers are written;
     all of it commits, or none."""
     sink = rt.sink
     by_index = {s.index: s.id for s in staged.splits}
     replace = SplitRanges(plan.key_kind, tuple(s.range for s in staged.splits),
                           sink.check_key_order(plan.key_kind, rt.source.db_type))
-    staged_bytes = sink.staged_bytes(staged.staging)
+    staged_bytes = sink.staged_bytes(target.staging)
     with sink.transaction() as tx:
-        counts = sink.merge_staged(tx, schema, staged.staging, staged.export, replace)
+        counts = sink.merge_staged(tx, schema, target.staging, target.export, replace)
         if not replace.by_range:
-            _remove_deleted(rt, tx, schema, staged, replace)
+            _remove_deleted(rt, tx, schema, target, replace)
         if rt.config.pipeline.exactly_once:
             mark = staged.marks[0]
             backfill(rt, tx, schema, plan, staged.splits, mark.low, mark.high)
-        staged.finished.extend(rt.resumer.finished_records(staged.marks, {by_index[i]: n for i, n in counts.items()}))
+        target.finished.extend(rt.resumer.finished_records(staged.marks, {by_index[i]: n for i, n in counts.items()}))
         if rt.resumer.writes_in_target:
-            rt.resumer.write_in(tx, staged.finished)
-    sink.drop_staging(staged.staging)
+            rt.resumer.write_in(tx, target.finished)
+    sink.drop_staging(target.staging)
     return _Committed(counts, staged_bytes)
 
 
-def _remove_deleted(rt: TaskRuntime, cursor, schema: TableSchema, staged: _StagedGroup, replace: SplitRanges) -> None:
+def _remove_deleted(rt: TaskRuntime, cursor, schema: TableSchema, staged: _Staged, replace: SplitRanges) -> None:
     """Where the target cannot judge the splits' ranges (text keys): of the keys it holds in them by its own order
     but the group did not stage, delete those the source no longer has. A key the source still has belongs to
     another split, which replaces it; one re-inserted after this read comes back through the log."""
@@ -198,33 +322,49 @@ def _remove_deleted(rt: TaskRuntime, cursor, schema: TableSchema, staged: _Stage
 
 
 def _settle(rt: TaskRuntime, pending: list, locks: SplitLeases, wait: bool) -> list[SplitResult]:
-    """Record finished markers of committed groups (on this thread, which owns the position store), then give
+    """Record finished markers of committed groups (on this thread, which owns the position stores), then give
     their leases back."""
     results = []
     while pending and (wait or pending[0][1].done()):
         staged, future = pending.pop(0)
         try:
-            result = future.result()  # a failed commit raises here: its splits stay unfinished
+            committed = future.result()  # a failed commit raises here: its splits stay unfinished
         except CdcError:
             raise
         except Exception as exc:
-            raise _failed(rt, staged.splits, staged.marks, staged.reads, exc, "in the target's commit") from None
+            [target] = staged.targets
+            raise _failed(rt, staged.splits, staged.marks, target.reads, exc, "in the target's commit") from None
         crash_point("snapshot.after_commit")  # committed in the target, not yet finished for other resumers
-        rt.resumer.record_committed(staged.finished)
+        states = dict(staged.failed)
+        done: list[_Committed] = []
+        for target in staged.targets:
+            result = committed[target.lane.name]
+            if isinstance(result, Exception):
+                if not rt.policy.tolerates(target.lane.name):
+                    raise _failed(target.lane, staged.splits, staged.marks, target.reads, result,
+                                  f"in the commit of target {target.lane.name}") from None
+                states[target.lane.name] = _failed_target(rt, target, staged.splits, staged.marks, result)
+                continue
+            target.lane.resumer.record_committed(target.finished)
+            done.append(result)
+            states[target.lane.name] = f"rows {sum(result.rows_by_split.values())}"
         locks.release([s.id for s in staged.splits])
         seconds = time.monotonic() - staged.started
+        result = done[0] if done else _Committed({}, 0)
         total = sum(result.rows_by_split.values()) or 1
         low, high = staged.marks[0].low, staged.marks[0].high
+        several = len(staged.targets) + len(staged.failed) > 1 or len(rt.lanes) > 1
         for s in staged.splits:
             rows = result.rows_by_split.get(s.index, 0)
-            results.append(SplitResult(s.id, rows, result.staged_bytes * rows // total, str(low), str(high), seconds))
+            results.append(SplitResult(s.id, rows, result.staged_bytes * rows // total, str(low), str(high), seconds,
+                                       targets=states if several else {}))
     return results
 
 
-def _skipped(record) -> SplitResult:
+def _skipped(record, targets: dict[str, str] | None = None) -> SplitResult:
     d = record.position_data
     return SplitResult(record.position_key, int(d.get("rows", 0)), 0, _text(d["low_watermark"]),
-                       _text(d["high_watermark"]), 0.0, skipped=True)
+                       _text(d["high_watermark"]), 0.0, skipped=True, targets=targets or {})
 
 
 def _text(position_json: dict) -> str:

@@ -55,6 +55,7 @@ class SplitCheck:
 def verify_table(rt: TaskRuntime, table: TableId, split_ids: list[str] | None = None,
                  wait_secs: float = WAIT_SECS) -> list[SplitCheck]:
     """Verify the given splits of `table` (default: every split) one after the other, recording each result."""
+    rt.one_target("verification")
     plan = rt.plans.load(table)
     if plan is None:
         raise PlanError(f"{table} has no split plan", "run `cdc-assets plan` and `cdc-assets snapshot` first")

@@ -18,7 +18,34 @@ def stage(spark: SparkSession, export: RowExport, write: JdbcWrite | CopyWrite |
           fetch_size: int) -> int | None:
     """Read the group's rows as `export` says and write them as `write` says; `fetch_size`: rows per JDBC fetch.
     The rows written, where the write counts them (COPY, the sink's own client); None through JDBC."""
-    frame = read_export(spark, export, fetch_size)
+    return _write(read_export(spark, export, fetch_size), write)
+
+
+def stage_each(spark: SparkSession, export: RowExport, writes: list[JdbcWrite | CopyWrite | TaskWrite],
+               fetch_size: int) -> list[Exception | None]:
+    """Read the group once and write it to each of `writes` (several targets): the frame is cached across the
+    writes, so the source is read once; each write's error is returned in its place, the others go on. One
+    write raises, as `stage` does."""
+    if len(writes) == 1:
+        stage(spark, export, writes[0], fetch_size)
+        return [None]
+    from pyspark import StorageLevel
+
+    frame = read_export(spark, export, fetch_size).persist(StorageLevel.MEMORY_AND_DISK)
+    errors: list[Exception | None] = []
+    try:
+        for write in writes:
+            try:
+                _write(frame, write)
+                errors.append(None)
+            except Exception as exc:
+                errors.append(exc)
+    finally:
+        frame.unpersist()
+    return errors
+
+
+def _write(frame: DataFrame, write: JdbcWrite | CopyWrite | TaskWrite) -> int | None:
     if isinstance(write, JdbcWrite):
         write_jdbc(frame, write)
         return None

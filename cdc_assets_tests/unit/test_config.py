@@ -80,3 +80,37 @@ def test_config_file_from_env_var(monkeypatch, tmp_path):
     assert load_config().task_id == "shop_sync"
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(tmp_path / "nope.yaml")
+
+
+def _targets(*targets, **pipeline) -> dict:
+    raw = cfg(targets=list(targets), pipeline=pipeline)
+    del raw["target"]
+    return raw
+
+
+PG_A = {"name": "a", "db_type": "postgres", "url": "postgresql://u:secret@h:5432/a"}
+PG_B = {"name": "b", "db_type": "postgres", "url": "postgresql://u:secret@h:5432/b", "required": False}
+
+
+def test_target_is_a_list_of_one_and_targets_a_list(monkeypatch, tmp_path):
+    monkeypatch.setenv("CDC_TEST_PW", "hunter2")
+    one = parse_config(cfg(), tmp_path)
+    assert [t.name for t in one.targets] == ["target"] and one.target is one.targets[0]
+    several = parse_config(_targets(PG_A, PG_B, commit_policy="required"), tmp_path)
+    assert [(t.name, t.required) for t in several.targets] == [("a", True), ("b", False)]
+    assert several.pipeline.commit_policy == "required"
+
+
+@pytest.mark.parametrize("raw, expected", [
+    (lambda: {**cfg(), "targets": [PG_A]}, "either target"),
+    (lambda: _targets(PG_A, {**PG_B, "name": "a"}), "a name of its own"),
+    (lambda: _targets(PG_A, {**PG_B, "url": PG_A["url"]}), "same url"),
+    (lambda: _targets(PG_A, PG_B, commit_policy="quorum(3)"), "only 2 targets"),
+    (lambda: _targets({**PG_A, "required": False}, PG_B, commit_policy="required"), "no target is required"),
+    (lambda: _targets(PG_A, PG_B, commit_policy="most"), "commit_policy"),
+])
+def test_bad_targets_are_refused(monkeypatch, tmp_path, raw, expected):
+    monkeypatch.setenv("CDC_TEST_PW", "hunter2")
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw(), tmp_path)
+    assert expected in str(err.value) and "secret" not in str(err.value)

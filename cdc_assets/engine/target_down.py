@@ -1,0 +1,28 @@
+"""Telling a target that failed (its server or connection) from a change it refused or a bug: with several
+targets, only the first may leave a run that the commit policy lets go on without it."""
+from __future__ import annotations
+
+from cdc_assets.core.urls import mask
+from cdc_assets.errors import CdcError, UnreachableError
+
+_DRIVERS = ("psycopg2", "pymysql", "pymongo", "MySQLdb")
+
+
+def target_down(exc: BaseException) -> bool:
+    if isinstance(exc, UnreachableError):
+        return True
+    if isinstance(exc, CdcError):
+        return False
+    if isinstance(exc, OSError):
+        return True
+    # A Spark job that failed wraps the driver's error in Py4J's or Spark's own: judged by its text.
+    text = str(exc)
+    return type(exc).__module__.split(".")[0] in _DRIVERS or any(
+        marker in text for marker in ("Connection refused", "connection to server", "Communications link failure",
+                                      "server closed the connection", "Could not connect", "Connection reset"))
+
+
+def one_line(exc: BaseException) -> str:
+    """The error's first line, passwords masked: for logs, records and Dagster metadata."""
+    text = str(exc).strip().splitlines()
+    return mask(text[0] if text else type(exc).__name__)
