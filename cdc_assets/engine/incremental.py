@@ -22,6 +22,7 @@ from typing import Callable
 from cdc_assets.core.batches import Batch, compact, split_key_change
 from cdc_assets.core.events import Idle, RowChange, SchemaChange, SchemaChangeKind, Transaction, TransactionPart
 from cdc_assets.core.positions import Position, earliest, is_before
+from cdc_assets.core.read_limit import ChangePacer
 from cdc_assets.core.slow_batch import SlowBatch, slow
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.faults import crash_point
@@ -166,6 +167,8 @@ class _Session:
         self.reader = rt.log.reader(self.schemas)
         self._parts: Parts | None = None
         self.images = ImageWriter(rt)  # before-images while a savepoint exists
+        limit = self.pipeline.read_limit  # paced after each checkpoint, since this session started
+        self.pacer = ChangePacer(limit.rows_per_second, limit.bytes_per_second, stop.wait)
 
     def _follow_config(self, reason: str) -> str:
         """Tables added to or removed from source.tables since the checkpoint's schema version: removed ones stop
@@ -342,6 +345,7 @@ class _Session:
             table_changes.replaying_until = self.horizons.get(table)
             self.rt.sink.apply_changes(cursor, self.schemas[table], table_changes)
         tally.events += len(changes)
+        self.pacer.count(changes)
         tally.rows += sum(tc.size for tc in net.values())
         for c in changes:
             tally.per_table[str(c.table)] = tally.per_table.get(str(c.table), 0) + 1
@@ -359,6 +363,7 @@ class _Session:
             report.lag_seconds = max(0.0, time.time() - commit_time)
         if self.on_batch is not None:
             self.on_batch(report)
+        self.pacer.pace()  # pipeline.read_limit: a transaction in parts is paced once, after its commit
 
     def _timed(self, tally: Tally, transactions: int, target_secs: float) -> None:
         """Report a batch whose target apply outlasted pipeline.checkpoint_timeout_secs, with what to tune."""

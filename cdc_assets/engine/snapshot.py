@@ -121,7 +121,8 @@ def _read_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, splits: l
     reads = resumer.record_low([SplitWatermarks(s, plan.plan_id, low) for s in splits])
     _call(rt.hooks.after_low, ids)
     try:
-        stage(rt.spark, export, sink.staging_write(staging, export), rt.config.snapshot.fetch_size)
+        stage(rt.spark, export, sink.staging_write(staging, export), rt.config.snapshot.fetch_size,
+              rt.config.snapshot.read_limit)
     except Exception as exc:  # a worker's or a driver's error, wrapped by Spark
         raise _failed(rt, splits, [SplitWatermarks(s, plan.plan_id, low) for s in splits], reads, exc,
                       detail=source.explain_failure(schema, export, exc)) from None
