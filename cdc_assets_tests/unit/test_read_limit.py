@@ -131,3 +131,17 @@ def test_the_config_takes_read_limits_and_refuses_zero(tmp_path):
     assert limited.pipeline.read_limit.bytes_per_second == 1_000_000
     with pytest.raises(ConfigError, match="snapshot.read_limit.rows_per_second"):
         parse_config({**raw, "snapshot": {"read_limit": {"rows_per_second": 0}}}, tmp_path)
+
+
+def test_a_stop_request_ends_the_wait_at_once():
+    import threading
+    import time
+
+    stop = threading.Event()
+    pacer = ChangePacer(1, None, stop.wait)
+    table = TableId.parse("shop.items")
+    pacer.count([RowChange(table, Op.INSERT, (i,), {"id": i}) for i in range(100)])  # 100 s at 1 event/s
+    threading.Timer(0.2, stop.set).start()
+    began = time.monotonic()
+    assert pacer.pace() == pytest.approx(100, rel=0.01)  # what it asked for ...
+    assert time.monotonic() - began < 5  # ... and how long it waited: until the stop request
