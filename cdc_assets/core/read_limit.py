@@ -12,11 +12,15 @@ Pure logic with an injected clock and sleep; the Spark side is spark/pacing.py, 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 BURST_SECS = 1.0  # what a bucket saves up while idle: one second of its rate
 OTHER_VALUE_BYTES = 8  # a value that is not text or binary (number, date, bool, None) counts as this many bytes
+BATCH_SECS = 0.1  # a paced batch holds about this much of a task's share: the pace is smooth, not 10k-row bursts
+ASSUMED_ROW_BYTES = 128  # to size batches under a bytes limit alone (the limit itself counts the real bytes)
+MIN_BATCH_ROWS, MAX_BATCH_ROWS = 64, 10_000
 
 
 class TokenBucket:
@@ -58,6 +62,23 @@ class Pacer:
         if wait > 0:
             self._sleep(wait)
         return wait
+
+
+@dataclass(frozen=True)
+class TaskShare:
+    """One Spark task's part of a snapshot's limit (picklable: shipped into every task); None: not limited."""
+
+    rows: float | None
+    bytes: float | None
+
+    def pacer(self) -> Pacer:
+        return Pacer(self.rows, self.bytes)
+
+    @property
+    def batch_rows(self) -> int:
+        """Rows per Arrow batch (or per paced chunk) that make about BATCH_SECS of this share."""
+        per_sec = self.rows if self.rows is not None else self.bytes / ASSUMED_ROW_BYTES
+        return int(min(MAX_BATCH_ROWS, max(MIN_BATCH_ROWS, per_sec * BATCH_SECS)))
 
 
 def share(rate: float | None, tasks: int) -> float | None:
@@ -106,3 +127,22 @@ class ChangePacer:
             return 0.0
         events, nbytes, self._events, self._bytes = self._events, self._bytes, 0, 0
         return self._pacer.pace(events, nbytes)
+
+
+def paced_rows(rows: Iterator[tuple], limit: TaskShare | None) -> Iterator[tuple]:
+    """A task's row tuples, paced every `limit.batch_rows` rows (rows, `value_bytes`); as they are without one."""
+    if limit is None:
+        yield from rows
+        return
+    pacer, chunk, count, nbytes = limit.pacer(), limit.batch_rows, 0, 0
+    measure = limit.bytes is not None
+    for row in rows:
+        yield row
+        count += 1
+        if measure:
+            nbytes += value_bytes(row)
+        if count >= chunk:
+            pacer.pace(count, nbytes)
+            count = nbytes = 0
+    if count:
+        pacer.pace(count, nbytes)

@@ -5,6 +5,7 @@ Why a share per task and not one shared bucket: tasks run in Python workers of t
 cluster) that share no memory, and a bucket behind a network call would cost a round trip per batch. Splits are
 planned to about the same number of rows, so the tasks of a wave run about equally long and together reach about
 the limit; when one ends early its share goes unused, so the aggregate stays at or under the limit, never over.
+Only `TaskShare` and core/read_limit.py travel into the tasks: a Python worker imports nothing else for them.
 Each task waits for its share after each batch it passed on, so the source read (which Spark pulls through the
 pacing step, a socket buffer ahead) and the staging write follow its pace.
 
@@ -17,36 +18,14 @@ Where rows are counted, and what a byte is:
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
 from cdc_assets.config import ReadLimit
-from cdc_assets.core.read_limit import Pacer, share, value_bytes
+from cdc_assets.core.read_limit import TaskShare, share
 
 ARROW_BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
-BATCH_SECS = 0.1  # a paced batch holds about this much of a task's share: the pace is smooth, not 10k-row bursts
-ASSUMED_ROW_BYTES = 128  # to size batches under a bytes limit alone (the limit itself counts the real bytes)
-MIN_BATCH_ROWS, MAX_BATCH_ROWS = 64, 10_000
-
-
-@dataclass(frozen=True)
-class TaskShare:
-    """One task's limits (picklable: shipped into every task). `rows`/`bytes` None: not limited."""
-
-    rows: float | None
-    bytes: float | None
-
-    def pacer(self) -> Pacer:
-        return Pacer(self.rows, self.bytes)
-
-    @property
-    def batch_rows(self) -> int:
-        """Rows per Arrow batch (or per paced chunk) that make about BATCH_SECS of this share."""
-        per_sec = self.rows if self.rows is not None else self.bytes / ASSUMED_ROW_BYTES
-        return int(min(MAX_BATCH_ROWS, max(MIN_BATCH_ROWS, per_sec * BATCH_SECS)))
 
 
 def task_share(spark: SparkSession, limit: ReadLimit | None, partitions: int) -> TaskShare | None:
@@ -88,22 +67,3 @@ def paced_frame(frame: DataFrame, limit: TaskShare | None) -> DataFrame:
             yield batch
 
     return frame.mapInArrow(pace, frame.schema)
-
-
-def paced_rows(rows: Iterator[tuple], limit: TaskShare | None) -> Iterator[tuple]:
-    """A task's row tuples, paced every `limit.batch_rows` rows (rows, `value_bytes`); as they are without one."""
-    if limit is None:
-        yield from rows
-        return
-    pacer, chunk, count, nbytes = limit.pacer(), limit.batch_rows, 0, 0
-    measure = limit.bytes is not None
-    for row in rows:
-        yield row
-        count += 1
-        if measure:
-            nbytes += value_bytes(row)
-        if count >= chunk:
-            pacer.pace(count, nbytes)
-            count = nbytes = 0
-    if count:
-        pacer.pace(count, nbytes)

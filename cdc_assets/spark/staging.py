@@ -13,7 +13,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from cdc_assets.config import ReadLimit
 from cdc_assets.core.boundary import CopyWrite, JdbcExport, JdbcWrite, RowExport, TaskExport, TaskWrite
-from cdc_assets.spark.pacing import TaskShare, arrow_batches, paced_frame, paced_rows, task_share
+from cdc_assets.core.read_limit import TaskShare, paced_rows
+from cdc_assets.spark.pacing import arrow_batches, paced_frame, task_share
 
 
 def stage(spark: SparkSession, export: RowExport, write: JdbcWrite | CopyWrite | TaskWrite,
