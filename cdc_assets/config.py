@@ -132,12 +132,21 @@ class SourceConfig(_Endpoint):
 
 
 
+class ReadLimit(_Model):
+    """SeaTunnel's read limits: rows (or log events) and bytes a second, each None for no limit (the default).
+    What a byte is depends on where rows are counted: README.md, "Read limits"."""
+
+    rows_per_second: int | None = Field(None, ge=1)
+    bytes_per_second: int | None = Field(None, ge=1)
+
+
 class SnapshotConfig(_Model):
     split_size: int = Field(100_000, ge=1)
     partitions_per_run: int = Field(16, ge=1)
     fetch_size: int = Field(10_000, ge=1)
     write_batch_size: int = Field(50_000, ge=1)
     split_lock_timeout_secs: float = Field(600.0, ge=0)  # how long a run waits for a split another run holds
+    read_limit: ReadLimit = ReadLimit()  # the aggregate of all Spark tasks of a group of splits
 
 
 class StartPosition(_Model):
@@ -175,6 +184,7 @@ class PipelineConfig(_Model):
     commit_policy: str = Field("all", pattern=r"^(all|required|quorum\([1-9][0-9]*\))$")
     max_retries: int = Field(5, ge=0)  # an unreachable source or target, before the run fails
     retry_backoff_secs: float = Field(1.0, gt=0)  # doubled at each retry
+    read_limit: ReadLimit = ReadLimit()  # events and estimated bytes a second, paced after each batch's checkpoint
 
     @model_validator(mode="after")
     def _start_given(self) -> "PipelineConfig":

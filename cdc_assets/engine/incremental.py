@@ -27,6 +27,7 @@ from typing import Callable
 from cdc_assets.core.batches import Batch, compact, split_key_change
 from cdc_assets.core.events import Idle, RowChange, SchemaChange, SchemaChangeKind, Transaction, TransactionPart
 from cdc_assets.core.positions import Position, earliest, is_before
+from cdc_assets.core.read_limit import ChangePacer
 from cdc_assets.core.slow_batch import SlowBatch, slow
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.faults import crash_point
@@ -196,7 +197,15 @@ class _Session:
             report.start = str(self.start)
             report.start_reason = "the earliest checkpoint of " + ", ".join(
                 f"{lane.rt.name} ({lane.report.start_reason})" for lane in self.lanes)
+        limit = rt.config.pipeline.read_limit  # paced after each checkpoint, since this session started
+        self.pacer = ChangePacer(limit.rows_per_second, limit.bytes_per_second, stop.wait)
+        self._hand_pacer()
         self.reader = rt.log.reader(self.schemas)
+
+    def _hand_pacer(self) -> None:
+        """The lanes apply the same log in step: the first one still applying paces them all."""
+        for i, lane in enumerate(self.lanes):
+            lane.pacer = self.pacer if i == 0 else None
 
     def _drop_at_start(self, lane_rt: TaskRuntime, exc: Exception) -> None:
         """A target that cannot start applying: down, or waiting for its snapshot. Fatal unless the policy
@@ -285,6 +294,7 @@ class _Session:
             lane._abandon_parts()
             self.lanes.remove(lane)
             self._record_out(lane.rt, f"down since {lane.position}: {one_line(exc)}")
+            self._hand_pacer()
             self._policy_met()
 
     def _rejoin(self) -> None:
@@ -343,6 +353,7 @@ class _Lane:
         self.batch, self.opened, self.idle_at = Batch(), time.monotonic(), None
         self._parts: Parts | None = None
         self.images = ImageWriter(rt)  # before-images while a savepoint exists
+        self.pacer: ChangePacer | None = None  # pipeline.read_limit; one lane of a session paces (_Session.pace)
 
     def _follow_config(self, reason: str) -> str:
         """Tables added to or removed from source.tables since the checkpoint's schema version: removed ones stop
@@ -529,6 +540,8 @@ class _Lane:
             table_changes.replaying_until = self.horizons.get(table)
             self.rt.sink.apply_changes(cursor, self.schemas[table], table_changes)
         tally.events += len(changes)
+        if self.pacer is not None:
+            self.pacer.count(changes)
         tally.rows += sum(tc.size for tc in net.values())
         for c in changes:
             tally.per_table[str(c.table)] = tally.per_table.get(str(c.table), 0) + 1
@@ -546,6 +559,8 @@ class _Lane:
             report.lag_seconds = max(0.0, time.time() - commit_time)
         if self.on_batch is not None:
             self.on_batch(report)
+        if self.pacer is not None:
+            self.pacer.pace()  # pipeline.read_limit: a transaction in parts is paced once, after its commit
 
     def _timed(self, tally: Tally, transactions: int, target_secs: float) -> None:
         """Report a batch whose target apply outlasted pipeline.checkpoint_timeout_secs, with what to tune."""

@@ -208,7 +208,8 @@ def _read_group(rt: TaskRuntime, lanes: list[TaskRuntime], plan: SplitPlan, sche
         export = group[0].export
         writes = [staged.lane.sink.staging_write(staged.staging, export) for staged in group]
         try:
-            errors = stage_each(rt.spark, export, writes, rt.config.snapshot.fetch_size)
+            errors = stage_each(rt.spark, export, writes, rt.config.snapshot.fetch_size,
+                                rt.config.snapshot.read_limit)
         except Exception as exc:  # a worker's or a driver's error, wrapped by Spark
             errors = [exc] * len(group)
         for staged, exc in zip(group, errors):

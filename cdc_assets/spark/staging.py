@@ -5,53 +5,67 @@ schema is resolved once), or one task per split running the source's own client.
 targets) are one string column, the row as a COPY line: the JVM then decodes one value per row instead of one
 per column, which was most of the CPU a 1M-row snapshot spent (bench/snapshot.py), and each partition's Arrow
 batches stream into `COPY ... FROM STDIN`. COLUMNS rows go through Spark's JDBC writer (rewriteBatchedStatements),
-or the sink's own client in each task.
+or the sink's own client in each task. With `snapshot.read_limit`, each task paces its rows (spark/pacing.py).
 """
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
+from cdc_assets.config import ReadLimit
 from cdc_assets.core.boundary import CopyWrite, JdbcExport, JdbcWrite, RowExport, TaskExport, TaskWrite
+from cdc_assets.core.read_limit import TaskShare, paced_rows
+from cdc_assets.spark.pacing import arrow_batches, paced_frame, task_share
 
 
 def stage(spark: SparkSession, export: RowExport, write: JdbcWrite | CopyWrite | TaskWrite,
-          fetch_size: int) -> int | None:
-    """Read the group's rows as `export` says and write them as `write` says; `fetch_size`: rows per JDBC fetch.
+          fetch_size: int, limit: ReadLimit | None = None) -> int | None:
+    """Read the group's rows as `export` says and write them as `write` says; `fetch_size`: rows per JDBC fetch;
+    `limit`: the rows and bytes a second of all the group's tasks together (spark/pacing.py).
     The rows written, where the write counts them (COPY, the sink's own client); None through JDBC."""
-    return _write(read_export(spark, export, fetch_size), write)
+    frame = read_export(spark, export, fetch_size)
+    each = task_share(spark, limit, _partitions(export))
+    with arrow_batches(spark, each):
+        return _write(frame, write, each)
 
 
 def stage_each(spark: SparkSession, export: RowExport, writes: list[JdbcWrite | CopyWrite | TaskWrite],
-               fetch_size: int) -> list[Exception | None]:
+               fetch_size: int, limit: ReadLimit | None = None) -> list[Exception | None]:
     """Read the group once and write it to each of `writes` (several targets): the frame is cached across the
-    writes, so the source is read once; each write's error is returned in its place, the others go on. One
-    write raises, as `stage` does."""
+    writes, so the source is read once (paced by `limit` during the first write, which fills the cache); each
+    write's error is returned in its place, the others go on. One write raises, as `stage` does."""
     if len(writes) == 1:
-        stage(spark, export, writes[0], fetch_size)
+        stage(spark, export, writes[0], fetch_size, limit)
         return [None]
     from pyspark import StorageLevel
 
     frame = read_export(spark, export, fetch_size).persist(StorageLevel.MEMORY_AND_DISK)
+    each = task_share(spark, limit, _partitions(export))
     errors: list[Exception | None] = []
     try:
-        for write in writes:
-            try:
-                _write(frame, write)
-                errors.append(None)
-            except Exception as exc:
-                errors.append(exc)
+        with arrow_batches(spark, each):
+            for write in writes:
+                try:
+                    _write(frame, write, each)
+                    errors.append(None)
+                except Exception as exc:
+                    errors.append(exc)
     finally:
         frame.unpersist()
     return errors
 
 
-def _write(frame: DataFrame, write: JdbcWrite | CopyWrite | TaskWrite) -> int | None:
+def _write(frame: DataFrame, write: JdbcWrite | CopyWrite | TaskWrite, each: TaskShare | None) -> int | None:
     if isinstance(write, JdbcWrite):
-        write_jdbc(frame, write)
+        write_jdbc(paced_frame(frame, each), write)
         return None
     if isinstance(write, CopyWrite):
-        return write_copy(frame, write)
-    return write_tasks(frame, write)
+        return write_copy(frame, write, each)
+    return write_tasks(frame, write, each)
+
+
+def _partitions(export: RowExport) -> int:
+    how = export.how
+    return len(how.predicates) if isinstance(how, JdbcExport) else len(how.tasks)
 
 
 def read_export(spark: SparkSession, export: RowExport, fetch_size: int) -> DataFrame:
@@ -74,11 +88,12 @@ def write_jdbc(frame: DataFrame, write: JdbcWrite) -> None:
     frame.write.jdbc(write.endpoint.url, write.table, mode="append", properties=props)
 
 
-def write_copy(frame: DataFrame, write: CopyWrite) -> int:
+def write_copy(frame: DataFrame, write: CopyWrite, limit: TaskShare | None = None) -> int:
     """COPY text lines (the frame's first column) into a PostgreSQL staging table.
 
     Each partition arrives as Arrow batches in a Python worker, which streams them to `COPY ... FROM STDIN`
-    over its own connection, in one transaction per partition (as Spark's JDBC writer does)."""
+    over its own connection, in one transaction per partition (as Spark's JDBC writer does); with a `limit`,
+    paced after each batch by its rows and the byte length of its COPY lines."""
     connect_args, copy_sql = write.connect_args, write.copy_sql
 
     def copy_partition(batches):
@@ -87,15 +102,18 @@ def write_copy(frame: DataFrame, write: CopyWrite) -> int:
         import psycopg2
         import pyarrow as pa
 
-        rows = 0
+        rows, pacer = 0, limit.pacer() if limit is not None else None
         conn = psycopg2.connect(**connect_args)
         try:
             with conn, conn.cursor() as cur:
                 for batch in batches:
                     lines = batch.column(0).to_pylist()
+                    data = ("\n".join(lines) + "\n").encode() if lines else b""
                     if lines:
-                        cur.copy_expert(copy_sql, io.BytesIO(("\n".join(lines) + "\n").encode()))
+                        cur.copy_expert(copy_sql, io.BytesIO(data))
                     rows += len(lines)
+                    if pacer is not None:
+                        pacer.pace(len(lines), len(data))
         finally:
             conn.close()
         yield pa.RecordBatch.from_pydict({"rows": [rows]})
@@ -104,8 +122,8 @@ def write_copy(frame: DataFrame, write: CopyWrite) -> int:
     return int(total[0][0] or 0)
 
 
-def write_tasks(frame: DataFrame, write: TaskWrite) -> int:
+def write_tasks(frame: DataFrame, write: TaskWrite, limit: TaskShare | None = None) -> int:
     """Each partition's rows (tuples in the export's shape) through the sink's own client; the rows written."""
     fn = write.write
-    counts = frame.rdd.map(tuple).mapPartitions(lambda rows: [fn(rows)])
+    counts = frame.rdd.map(tuple).mapPartitions(lambda rows: [fn(paced_rows(rows, limit))])
     return int(counts.sum())
