@@ -13,8 +13,8 @@ Where rows are counted, and what a byte is:
 - COPY_TEXT rows into PostgreSQL (`CopyWrite`): in the COPY task; bytes = the COPY lines' UTF-8 length.
 - JDBC writes (MySQL targets): a pass-through `mapInArrow` before the writer, added only when a limit is set;
   bytes = the Arrow batch's `nbytes` (its buffers: values, offsets, validity bitmaps).
-- The sink's own client (`TaskWrite`, MongoDB targets): around its row iterator; bytes = `value_bytes` of each
-  row tuple (str/bytes lengths, 8 for any other value).
+- The sink's own client (`TaskWrite`, MongoDB targets): around its row iterator (core/read_limit.paced_rows);
+  bytes = `value_bytes` of each row tuple (str/bytes lengths, 8 for any other value).
 """
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 Spark tasks together (COPY into PostgreSQL, and the paced pass-through before JDBC into MariaDB), and a backlog
 under `pipeline.read_limit` is applied no faster than the limit; both copy every row exactly. The time bounds are
 lower bounds: the limit's correctness, not a speed claim."""
+import functools
 import time
 
 import pytest
@@ -118,3 +119,37 @@ def test_a_backlog_is_applied_no_faster_than_the_log_limit(tmp_path, servers, sp
         finally:
             rt.close()
     assert elapsed >= BACKLOG / EVENTS_PER_SECOND * 0.8, f"{BACKLOG} events applied in {elapsed:.2f} s"
+
+
+TASK_ROWS = 300  # per Spark task; two tasks at once share the limit
+
+
+def read_numbered(task: int):
+    """Runs in a Spark task: one split's rows, read by a source's own client (a `TaskExport`)."""
+    for i in range(TASK_ROWS):
+        yield task, task * TASK_ROWS + i, f"row {i}"
+
+
+def test_a_task_write_is_paced_across_its_tasks(servers, spark, pg_target):
+    """The sink's own client in each task (MongoDB targets): 600 rows at 200 rows/s for both tasks together."""
+    from cdc_assets.config import ReadLimit
+    from cdc_assets.core.boundary import RowExport, RowFormat, TaskExport, TaskWrite
+    from cdc_assets.core.urls import DbUrl
+    from cdc_assets.dbapi.connect import postgres_args
+    from cdc_assets.spark.staging import stage
+    from cdc_assets_tests.integration.test_task_export import write_rows
+
+    name, conn = pg_target
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE written (split int, id bigint, name text)")
+    export = RowExport(RowFormat.COLUMNS, TaskExport((0, 1), read_numbered, "split int, id bigint, name string"), ())
+    write = TaskWrite(functools.partial(write_rows, postgres_args(DbUrl.parse(servers.postgres.url(name))), "written"))
+    stage(spark, export, write, fetch_size=100)  # unlimited first: the measured run is not the session's first
+    with conn.cursor() as cur:
+        cur.execute("TRUNCATE written")
+    began = time.monotonic()
+    assert stage(spark, export, write, fetch_size=100, limit=ReadLimit(rows_per_second=200)) == 2 * TASK_ROWS
+    seconds = time.monotonic() - began
+    assert fetch_rows(conn, "written", "id") == [(t, t * TASK_ROWS + i, f"row {i}") for t in (0, 1)
+                                                 for i in range(TASK_ROWS)]
+    assert seconds >= 2 * TASK_ROWS / 200 * 0.8, f"{2 * TASK_ROWS} rows written in {seconds:.2f} s"

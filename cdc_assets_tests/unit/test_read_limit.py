@@ -145,3 +145,15 @@ def test_a_stop_request_ends_the_wait_at_once():
     began = time.monotonic()
     assert pacer.pace() == pytest.approx(100, rel=0.01)  # what it asked for ...
     assert time.monotonic() - began < 5  # ... and how long it waited: until the stop request
+
+
+def test_paced_rows_pass_every_row_and_wait_for_their_bytes():
+    import time
+
+    from cdc_assets.core.read_limit import TaskShare, paced_rows
+
+    rows = [("x" * 92, i) for i in range(50)]  # 100 estimated bytes each: 5,000 B
+    assert list(paced_rows(iter(rows), None)) == rows
+    began = time.monotonic()
+    assert list(paced_rows(iter(rows), TaskShare(None, 10_000))) == rows
+    assert time.monotonic() - began >= 0.5 * 0.95  # 5,000 B at 10,000 B/s
