@@ -81,6 +81,9 @@ class RowExport:
     format: RowFormat
     how: JdbcExport | TaskExport
     transports: tuple[Transport, ...]  # per table column, in schema order
+    # Several exports sharing one read (one `how`, several targets): the columns of the read that are this
+    # export's rows, in order. Empty: every column, the read is this export's alone.
+    columns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,11 @@ class SnapshotSource(Protocol):
 
     def export(self, plan: SplitPlan, schema: TableSchema, splits: list[Split], target: TargetFormat) -> RowExport:
         """How the splits' rows leave this source for `target`; the source decides which split a key is in."""
+
+    def export_together(self, plan: SplitPlan, schema: TableSchema, splits: list[Split],
+                        targets: list[TargetFormat]) -> list[RowExport]:
+        """One export per target, sharing one read wherever the source can select every format at once (exports
+        with the same `how` are one read); targets of one engine share one format."""
 
     def explain_failure(self, schema: TableSchema, export: RowExport, error: Exception) -> CdcError | None:
         """What the source can say about a failed export (the row and column a target refused), or None."""

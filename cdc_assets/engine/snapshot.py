@@ -3,8 +3,8 @@ watermark, then one target transaction (`sink.transaction()`, as the log phase u
 rows with the staged ones, applies the backfill and (with `from_target`) writes the finished markers. Splits
 already finished are skipped, never re-read, unless their last verification failed (engine/repair.py).
 
-With several targets, a split is read once per row format the targets ask for (one read for targets of one
-engine), between one pair of watermarks, and written to each target that has not finished it; each target
+With several targets, a group of splits is read from the source once (one query selecting every format the
+targets ask for, the Spark frame cached across their writes) and written to each target that has not finished it; each target
 commits in its own transaction with its own finished markers. A split is finished for the task when
 `pipeline.commit_policy` is met; a target the policy tolerates may fail without failing the split, and reads the
 split when it is materialized again. A target that finished a split never has it written again.
@@ -186,17 +186,16 @@ def _read_group(rt: TaskRuntime, lanes: list[TaskRuntime], plan: SplitPlan, sche
                 splits: list[Split]) -> _StagedGroup:
     started = time.monotonic()
     source = rt.source
+    formats = [lane.sink.target_format() for lane in lanes]
+    if len(lanes) == 1:
+        exports = [source.export(plan, schema, splits, formats[0])]
+    else:  # one read of the source for every target, wherever it can select all their formats at once
+        exports = source.export_together(plan, schema, splits, formats)
     targets: list[_Staged] = []
-    exports: dict[tuple, list[_Staged]] = {}  # one read per row format the targets ask for
-    for lane in lanes:
-        target = lane.sink.target_format()
-        kind = (type(lane.sink), target.db_type, target.rows)
-        export = exports[kind][0].export if kind in exports else source.export(plan, schema, splits, target)
+    for lane, export in zip(lanes, exports):
         staging = lane.sink.staging_table(schema.table, splits[0].index)
         lane.sink.create_staging(staging, export, schema.primary_key)
-        staged = _Staged(lane, staging, export, {})
-        exports.setdefault(kind, []).append(staged)
-        targets.append(staged)
+        targets.append(_Staged(lane, staging, export, {}))
     ids = [s.id for s in splits]
     low = source.current_position()
     lows = [SplitWatermarks(s, plan.plan_id, low) for s in splits]
@@ -204,23 +203,20 @@ def _read_group(rt: TaskRuntime, lanes: list[TaskRuntime], plan: SplitPlan, sche
         staged.reads = staged.lane.resumer.record_low(lows)
     _call(rt.hooks.after_low, ids)
     failed: dict[str, str] = {}
-    for group in exports.values():
-        export = group[0].export
-        writes = [staged.lane.sink.staging_write(staged.staging, export) for staged in group]
-        try:
-            errors = stage_each(rt.spark, export, writes, rt.config.snapshot.fetch_size,
-                                rt.config.snapshot.read_limit)
-        except Exception as exc:  # a worker's or a driver's error, wrapped by Spark
-            errors = [exc] * len(group)
-        for staged, exc in zip(group, errors):
-            if exc is None:
-                continue
-            if len(lanes) > 1 and rt.policy.tolerates(staged.lane.name):
-                failed[staged.lane.name] = _failed_target(rt, staged, splits, lows, exc)
-                continue
-            raise _failed(staged.lane, splits, lows, staged.reads, exc, where="in Spark" if len(lanes) == 1 else
-                          f"in Spark (target {staged.lane.name})",
-                          detail=source.explain_failure(schema, export, exc)) from None
+    pairs = [(t.export, t.lane.sink.staging_write(t.staging, t.export)) for t in targets]
+    try:
+        errors = stage_each(rt.spark, pairs, rt.config.snapshot.fetch_size, rt.config.snapshot.read_limit)
+    except Exception as exc:  # a worker's or a driver's error, wrapped by Spark
+        errors = [exc] * len(targets)
+    for staged, exc in zip(targets, errors):
+        if exc is None:
+            continue
+        if len(lanes) > 1 and rt.policy.tolerates(staged.lane.name):
+            failed[staged.lane.name] = _failed_target(rt, staged, splits, lows, exc)
+            continue
+        raise _failed(staged.lane, splits, lows, staged.reads, exc, where="in Spark" if len(lanes) == 1 else
+                      f"in Spark (target {staged.lane.name})",
+                      detail=source.explain_failure(schema, staged.export, exc)) from None
     _call(rt.hooks.after_write, ids)
     high = source.current_position()
     marks = [SplitWatermarks(s, plan.plan_id, low, high) for s in splits]
@@ -337,7 +333,7 @@ def _settle(rt: TaskRuntime, pending: list, locks: SplitLeases, wait: bool) -> l
             raise _failed(rt, staged.splits, staged.marks, target.reads, exc, "in the target's commit") from None
         crash_point("snapshot.after_commit")  # committed in the target, not yet finished for other resumers
         states = dict(staged.failed)
-        done: list[_Committed] = []
+        done: dict[str, _Committed] = {}
         for target in staged.targets:
             result = committed[target.lane.name]
             if isinstance(result, Exception):
@@ -347,18 +343,18 @@ def _settle(rt: TaskRuntime, pending: list, locks: SplitLeases, wait: bool) -> l
                 states[target.lane.name] = _failed_target(rt, target, staged.splits, staged.marks, result)
                 continue
             target.lane.resumer.record_committed(target.finished)
-            done.append(result)
-            states[target.lane.name] = f"rows {sum(result.rows_by_split.values())}"
+            done[target.lane.name] = result
         locks.release([s.id for s in staged.splits])
         seconds = time.monotonic() - staged.started
-        result = done[0] if done else _Committed({}, 0)
+        result = next(iter(done.values()), _Committed({}, 0))
         total = sum(result.rows_by_split.values()) or 1
         low, high = staged.marks[0].low, staged.marks[0].high
         several = len(staged.targets) + len(staged.failed) > 1 or len(rt.lanes) > 1
         for s in staged.splits:
             rows = result.rows_by_split.get(s.index, 0)
+            each = {**states, **{n: f"rows {c.rows_by_split.get(s.index, 0)}" for n, c in done.items()}}
             results.append(SplitResult(s.id, rows, result.staged_bytes * rows // total, str(low), str(high), seconds,
-                                       targets=states if several else {}))
+                                       targets=each if several else {}))
     return results
 
 

@@ -138,6 +138,45 @@ class SqlSource:
         query = f"SELECT {selected} FROM {self.table_sql(schema.table)}"
         return RowExport(target.rows, JdbcExport(self.jdbc(), query, predicates), transports)
 
+    def export_together(self, plan: SplitPlan, schema: TableSchema, splits: list[Split],
+                        targets: list[TargetFormat]) -> list[RowExport]:
+        """One query selecting every format the targets ask for: a COPY line per PostgreSQL-like format, and the
+        typed columns of at most one COLUMNS format (their names are the staging table's); a second COLUMNS
+        format gets a read of its own. Targets of one engine (db_type and row format) share their export."""
+        kinds: dict[tuple, TargetFormat] = {}
+        for t in targets:
+            kinds.setdefault((t.db_type, t.rows), t)
+        lines = [k for k, t in kinds.items() if t.rows == RowFormat.COPY_TEXT]
+        typed = [k for k, t in kinds.items() if t.rows == RowFormat.COLUMNS]
+        alone = {k: self.export(plan, schema, splits, kinds[k]) for k in typed[1:]}
+        key = self.quote(plan.split_column)
+        predicates = tuple(range_predicate(key, s.range, plan.key_kind, self.db_type) for s in splits)
+        tag = "CASE " + " ".join(f"WHEN {p} THEN {s.index}" for s, p in zip(splits, predicates)) + " END"
+        selected, shapes = [], {}
+        for i, k in enumerate(lines):
+            target = kinds[k]
+            declared = lambda c, t=target: t.declared(c, c.name in schema.primary_key)  # noqa: E731
+            selected.append(f"{self.copy_line(list(schema.columns), tag, declared)} AS _cdc_line_{i}")
+            shapes[k] = (tuple(Transport(c, as_text=False) for c in schema.columns), (f"_cdc_line_{i}",))
+        if typed:
+            exprs = [(c, *self.select_expr(c, typed[0][0])) for c in schema.columns]
+            selected.append(f"{tag} AS {SPLIT_COLUMN}")
+            selected += [f"{sql} AS {self.quote(c.name)}" for c, sql, _ in exprs]
+            shapes[typed[0]] = (tuple(Transport(c, as_text) for c, _, as_text in exprs),
+                                (SPLIT_COLUMN, *(c.name for c in schema.columns)))
+        else:
+            selected.append(key)  # Spark's predicates filter on it outside the subquery
+        how = JdbcExport(self.jdbc(), f"SELECT {', '.join(selected)} FROM {self.table_sql(schema.table)}", predicates)
+        out = []
+        for t in targets:
+            k = (t.db_type, t.rows)
+            if k in alone:
+                out.append(alone[k])
+            else:
+                transports, columns = shapes[k]
+                out.append(RowExport(t.rows, how, transports, columns))
+        return out
+
     def explain_failure(self, schema: TableSchema, export: RowExport, error: Exception) -> CdcError | None:
         return None
 

@@ -28,30 +28,46 @@ def stage(spark: SparkSession, export: RowExport, write: JdbcWrite | CopyWrite |
         return _write(frame, write, each)
 
 
-def stage_each(spark: SparkSession, export: RowExport, writes: list[JdbcWrite | CopyWrite | TaskWrite],
+def stage_each(spark: SparkSession, pairs: list[tuple[RowExport, JdbcWrite | CopyWrite | TaskWrite]],
                fetch_size: int, limit: ReadLimit | None = None) -> list[Exception | None]:
-    """Read the group once and write it to each of `writes` (several targets): the frame is cached across the
-    writes, so the source is read once (paced by `limit` during the first write, which fills the cache); each
-    write's error is returned in its place, the others go on. One write raises, as `stage` does."""
-    if len(writes) == 1:
-        stage(spark, export, writes[0], fetch_size, limit)
+    """Each (export, write) of several targets; exports that share a `how` are one read of the source, cached
+    across their writes (paced by `limit` during the first, which fills the cache), each write taking its export's
+    columns. Each write's error is returned in its place and the others go on; one pair raises, as `stage` does."""
+    if len(pairs) == 1:
+        stage(spark, *pairs[0], fetch_size, limit)
         return [None]
     from pyspark import StorageLevel
 
-    frame = read_export(spark, export, fetch_size).persist(StorageLevel.MEMORY_AND_DISK)
-    each = task_share(spark, limit, _partitions(export))
-    errors: list[Exception | None] = []
-    try:
-        with arrow_batches(spark, each):
-            for write in writes:
-                try:
-                    _write(frame, write, each)
-                    errors.append(None)
-                except Exception as exc:
-                    errors.append(exc)
-    finally:
-        frame.unpersist()
+    reads: dict[int, list[int]] = {}
+    for n, (export, _) in enumerate(pairs):
+        reads.setdefault(id(export.how), []).append(n)
+    errors: list[Exception | None] = [None] * len(pairs)
+    for members in reads.values():
+        first = pairs[members[0]][0]
+        try:
+            frame = read_export(spark, first, fetch_size).persist(StorageLevel.MEMORY_AND_DISK)
+        except Exception as exc:  # the read itself: every write of it fails
+            for n in members:
+                errors[n] = exc
+            continue
+        each = task_share(spark, limit, _partitions(first))
+        try:
+            with arrow_batches(spark, each):
+                for n in members:
+                    export, write = pairs[n]
+                    try:
+                        _write(_columns(frame, export), write, each)
+                    except Exception as exc:
+                        errors[n] = exc
+        finally:
+            frame.unpersist()
     return errors
+
+
+def _columns(frame: DataFrame, export: RowExport) -> DataFrame:
+    if not export.columns:
+        return frame
+    return frame.select(*[frame["`" + name.replace("`", "``") + "`"] for name in export.columns])
 
 
 def _write(frame: DataFrame, write: JdbcWrite | CopyWrite | TaskWrite, each: TaskShare | None) -> int | None:

@@ -94,6 +94,15 @@ class MongoSource:
     def export(self, plan: SplitPlan, schema: TableSchema, splits: list[Split], target: TargetFormat) -> RowExport:
         return row_export(self.url.render(masked=False), spec_from_schema(schema), schema, splits, target)
 
+    def export_together(self, plan: SplitPlan, schema: TableSchema, splits: list[Split],
+                        targets: list[TargetFormat]) -> list[RowExport]:
+        """Each task yields one format's tuples: one read per format, shared by the targets of one engine."""
+        made: dict[tuple, RowExport] = {}
+        for t in targets:
+            if (t.db_type, t.rows) not in made:
+                made[(t.db_type, t.rows)] = self.export(plan, schema, splits, t)
+        return [made[(t.db_type, t.rows)] for t in targets]
+
     def explain_failure(self, schema: TableSchema, export: RowExport, error: Exception) -> CdcError | None:
         return explain(schema.table, self.url.password or "", str(error))
 
