@@ -2,7 +2,7 @@
 read rate of the log library alone on the same backlog (the limit for a Python reader on this machine).
 
     python bench/incremental.py [--changes 1000000] [--rate 2000] [--seconds 60] [--direction mysql|postgres|both]
-                                [--dir /tmp/cdc-bench-incr] [--big-txn [N]]
+                                [--dir /tmp/cdc-bench-incr] [--big-txn [N]] [--targets N]
 
 Per direction, on an empty table snapshotted first (so that the log is read from the snapshot's low watermark):
 - catch-up: a backlog of --changes row changes (half inserts, then half updates, 10,000 per transaction) applied
@@ -12,6 +12,8 @@ Per direction, on an empty table snapshotted first (so that the log is read from
   from a pgoutput slot (messages counted; psycopg2 decodes nothing); ratio = catch-up / raw;
 - steady state: a running `cdc-assets sync` while a writer commits --rate changes/s for --seconds s; the lag of
   a row is a target trigger's clock_timestamp() at apply minus the client clock just before the source commit.
+With --targets N the in-process catch-up and the steady run write to N PostgreSQL target databases (one task,
+`targets:`, commit_policy all): events/s counts the source's changes, each applied to every target.
 With --big-txn N (N defaults to 2,000,000) instead: a table of N rows is snapshotted, then ONE transaction
 updates all N rows, and `sync --until-caught-up` (CLI) applies it: seconds, events/s and the peak RSS of the
 sync process, beside the part size (pipeline.transaction_part_events) that bounds it.
@@ -73,17 +75,26 @@ class Direction:
     def connect(self):  # autocommit: every statement is one source transaction
         return self.server.connect(self.db)
 
-    def config(self, task: str, target_db: str) -> Path:
+    def config(self, task: str, target_db: str, targets: int = 1) -> Path:
         path = self.base / f"{task}.yaml"
+        more = [{"name": f"t{i}", "db_type": "postgres", "url": self.postgres.url(db)}
+                for i, db in enumerate(extra_targets(target_db, targets), start=2)]
         path.write_text(yaml.safe_dump({
             "task_id": task,
             "source": {"db_type": self.kind, "url": self.server.url(self.db), "tables": ["benchi.events"]},
-            "target": {"db_type": "postgres", "url": self.postgres.url(target_db)},
+            "targets": [{"name": "t1", "db_type": "postgres", "url": self.postgres.url(target_db)}, *more],
             "pipeline": PIPELINE,
             "runtime": {"data_dir": str(self.base / f"state_{task}")},
             "spark": {"master": "local[*]"},
         }))
         return path
+
+
+TARGETS = 1  # --targets: PostgreSQL target databases of the in-process task
+
+
+def extra_targets(target_db: str, targets: int) -> list[str]:
+    return [f"{target_db}_t{i}" for i in range(2, targets + 1)]
 
 
 def run(conn, sql: str, params: tuple = ()) -> list:
@@ -103,7 +114,7 @@ def reset(d: Direction) -> None:
     run(src, "DROP TABLE IF EXISTS benchi.events")
     run(src, f"CREATE TABLE benchi.events ({SHAPE.format(ts='DATETIME(6)' if d.kind == 'mysql' else 'TIMESTAMP(6)')})")
     src.close()
-    for db in ("warehouse", "warehouse_cli"):
+    for db in ("warehouse", "warehouse_cli", *extra_targets("warehouse", TARGETS)):
         d.postgres.create_database(db)
         tgt = d.postgres.connect(db)
         run(tgt, "DROP SCHEMA IF EXISTS benchi CASCADE")
@@ -239,7 +250,7 @@ def reap(proc: subprocess.Popen, timeout: float) -> tuple[int, float]:
 
 
 def catch_up(d: Direction, changes: int) -> dict:
-    config, config_cli = d.config(d.task, "warehouse"), d.config(d.task_cli, "warehouse_cli")
+    config, config_cli = d.config(d.task, "warehouse", TARGETS), d.config(d.task_cli, "warehouse_cli")
     spark, _ = build_session(load_config(config).spark)
     snapshot_empty(config, spark)
     snapshot_empty(config_cli, spark)
@@ -258,7 +269,7 @@ def catch_up(d: Direction, changes: int) -> dict:
         seconds = time.monotonic() - began
     finally:
         rt.close()
-    ok = verify(f"{d.name} in-process catch-up", d, "warehouse")
+    ok = all([verify(f"{d.name} in-process catch-up", d, db) for db in ["warehouse", *extra_targets("warehouse", TARGETS)]])
     began = time.monotonic()
     code, cli_rss = reap(start_cli(d, config_cli, f"{d.name}_cli_catch_up", "--until-caught-up"), 3600)
     cli_secs = time.monotonic() - began
@@ -267,7 +278,7 @@ def catch_up(d: Direction, changes: int) -> dict:
     r = {"rate": total / seconds, "raw": raw_rows / raw_secs, "cli_secs": cli_secs, "cli_rss": cli_rss,
          "self_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "config": config,
          "ok": ok and report.events == total == raw_rows}
-    print(f"{d.name} catch-up of {total:,} changes: in process {seconds:.1f} s = {r['rate']:,.0f} events/s "
+    print(f"{d.name} catch-up of {total:,} changes into {TARGETS} target(s): in process {seconds:.1f} s = {r['rate']:,.0f} events/s "
           f"({report.events:,} events, {report.batches:,} batches) | raw reader {raw_rows:,} rows in "
           f"{raw_secs:.1f} s = {r['raw']:,.0f} rows/s | ratio {r['rate'] / r['raw']:.2f} | CLI end-to-end "
           f"{cli_secs:.1f} s = {total / cli_secs:,.0f} events/s, exit {code}, peak RSS {cli_rss:,.0f} MiB")
@@ -381,7 +392,10 @@ def main() -> int:
     parser.add_argument("--direction", choices=("mysql", "postgres", "both"), default="both")
     parser.add_argument("--big-txn", type=int, nargs="?", const=2_000_000, metavar="N",
                         help="instead: one transaction updating N rows (default 2,000,000)")
+    parser.add_argument("--targets", type=int, default=1, help="PostgreSQL targets of the in-process task")
     args = parser.parse_args()
+    global TARGETS
+    TARGETS = args.targets
     base = Path(args.dir)
     base.mkdir(parents=True, exist_ok=True)
     base.chmod(0o755)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from cdc_assets.config import CONFIG_ENV, TaskConfig, load_config
-from cdc_assets.errors import CdcError
+from cdc_assets.errors import CdcError, UnreachableError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -271,8 +271,14 @@ def cmd_positions(args) -> int:
     config, _ = _config(args)
     runtime = TaskRuntime(config)
     try:
-        for record in runtime.resumer.records():
-            print(json.dumps(record.to_json(), sort_keys=True))
+        for lane in runtime.lanes:  # each target's own records (task_id `<task>.<target>` after the first)
+            try:
+                records = lane.resumer.records()
+            except UnreachableError as exc:
+                print(json.dumps({"target": lane.name, "error": exc.message}, sort_keys=True))
+                continue
+            for record in records:
+                print(json.dumps(record.to_json(), sort_keys=True))
         headroom = task_headroom(runtime)
         print(json.dumps({"headroom": headroom.level.value, "text": str(headroom), **headroom.figures}, sort_keys=True))
     finally:

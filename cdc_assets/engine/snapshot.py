@@ -98,6 +98,8 @@ def _snapshot_lanes(rt: TaskRuntime, plan: SplitPlan, split_ids: list[str]) -> l
     for names, ids in wanted.items():
         lanes = [lane for lane in up if lane.name in names]
         for r in _pipeline(rt, lanes, plan, schema, [plan.split(s) for s in ids]):
+            if r.skipped:  # another run finished it in every target of this group meanwhile
+                r = SplitResult(**{**r.__dict__, "targets": {n: "finished before" for n in names}})
             acknowledged = {n for n, what in r.targets.items() if what.startswith(("rows", "finished"))}
             acknowledged |= {lane.name for lane in up if lane.name not in names}
             if not policy.met(acknowledged):
