@@ -16,7 +16,7 @@ from cdc_assets.defs.resources import CdcTask, task_spark
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.log_start import task_progress
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.engine.target_down import target_down
+from cdc_assets.engine.target_down import answering
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}  # the report says what matters
@@ -93,15 +93,8 @@ def run_snapshot(config: TaskConfig, config_path: str, instance: dg.DagsterInsta
 
 def finished_everywhere(runtime: TaskRuntime) -> set[str]:
     """Splits every target that answers has finished."""
-    sets = []
-    for lane in runtime.lanes:
-        try:
-            sets.append(set(lane.resumer.finished()))
-        except Exception as exc:
-            if len(runtime.lanes) == 1 or not target_down(exc):
-                raise
-            lane.reconnect()
-    return set.intersection(*sets) if sets else set()
+    found, _ = answering(runtime.lanes, lambda lane: set(lane.resumer.finished()))
+    return set.intersection(*found.values()) if found else set()
 
 
 def _snapshot_table(instance, asset, resources, plan: SplitPlan, finished: set[str], per_run: int) -> TableReport:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cdc_assets.core.positions import earliest, is_before, latest
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.engine.target_down import one_line, target_down
+from cdc_assets.engine.target_down import answering
 from cdc_assets.resumer.resumer import Checkpoint
 
 
@@ -13,16 +13,8 @@ def target_checkpoints(rt: TaskRuntime) -> tuple[Checkpoint | None, list[str]]:
     that does not answer or lags behind the furthest one. One target: its checkpoint, no notes."""
     if len(rt.lanes) == 1:
         return rt.resumer.checkpoint(), []
-    found: dict[str, Checkpoint | None] = {}
-    notes = []
-    for lane in rt.lanes:
-        try:
-            found[lane.name] = lane.resumer.checkpoint()
-        except Exception as exc:
-            if not target_down(exc):
-                raise
-            notes.append(f"target {lane.name} is down ({one_line(exc)})")
-            lane.reconnect()
+    found, down = answering(rt.lanes, lambda lane: lane.resumer.checkpoint())
+    notes = [f"target {name} is down ({why})" for name, why in down.items()]
     known = {n: c for n, c in found.items() if c is not None}
     if not known:
         return None, notes
@@ -39,14 +31,6 @@ def run_key_part(rt: TaskRuntime) -> str:
     """What tells two launches apart besides the earliest checkpoint: every target's own position."""
     if len(rt.lanes) == 1:
         return ""
-    parts = []
-    for lane in rt.lanes:
-        try:
-            c = lane.resumer.checkpoint()
-            parts.append(f"{lane.name}={c.position if c else '-'}")
-        except Exception as exc:
-            if not target_down(exc):
-                raise
-            parts.append(f"{lane.name}=down")
-            lane.reconnect()
-    return ";".join(parts)
+    found, down = answering(rt.lanes, lambda lane: lane.resumer.checkpoint())
+    return ";".join(f"{lane.name}=" + ("down" if lane.name in down else str(found[lane.name].position)
+                                       if found[lane.name] else "-") for lane in rt.lanes)

@@ -8,7 +8,7 @@ from cdc_assets.core.tables import TableId
 from cdc_assets.core.watermarks import TableWatermarks
 from cdc_assets.engine.planning import load_plans
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.engine.target_down import target_down
+from cdc_assets.engine.target_down import answering
 from cdc_assets.errors import PlanError
 
 SNAPSHOT_HINT = "run `cdc-assets snapshot`, or materialize the missing partitions in Dagster"
@@ -32,14 +32,7 @@ def task_progress(rt: TaskRuntime) -> list[tuple[TableId, int, int]]:
     if len(rt.lanes) == 1:
         return snapshot_progress(rt)
     plans = load_plans(rt)
-    finished = {}
-    for lane in rt.lanes:
-        try:
-            finished[lane.name] = lane.resumer.finished()
-        except Exception as exc:
-            if not target_down(exc):
-                raise
-            lane.reconnect()
+    finished, _ = answering(rt.lanes, lambda lane: lane.resumer.finished())  # a target that is down has none
     out = []
     for table in rt.config.source.table_ids:
         plan = plans.get(table)

@@ -26,11 +26,11 @@ from cdc_assets.engine.backfill import backfill
 from cdc_assets.engine.planning import describe
 from cdc_assets.engine.repair import held_for_repair, needing_repair
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.errors import CdcError, PlanError
+from cdc_assets.errors import NETWORK_HINT, CdcError, PlanError, UnreachableError
 from cdc_assets.resumer.records import now_text
 from cdc_assets.resumer.resumer import SplitWatermarks
 from cdc_assets.engine.faults import crash_point
-from cdc_assets.engine.target_down import one_line, target_down
+from cdc_assets.engine.target_down import answering, one_line
 from cdc_assets.spark.errors import root_cause
 from cdc_assets.spark.staging import stage_each
 
@@ -69,16 +69,14 @@ def snapshot_splits(rt: TaskRuntime, table: TableId, split_ids: list[str]) -> li
 
 def _snapshot_lanes(rt: TaskRuntime, plan: SplitPlan, split_ids: list[str]) -> list[SplitResult]:
     """Several targets: each split goes to the targets that have not finished it, grouped by which ones."""
-    policy, finished, down = rt.policy, {}, {}
-    for lane in rt.lanes:
-        try:
-            finished[lane.name] = lane.resumer.finished(split_ids)
-        except Exception as exc:
-            if not (policy.tolerates(lane.name) and target_down(exc)):
-                raise
-            down[lane.name] = f"failed: {one_line(exc)}"
-            log.warning("target %s is not snapshotted in this run: %s", lane.name, down[lane.name])
-            lane.reconnect()
+    policy = rt.policy
+    finished, unanswered = answering(rt.lanes, lambda lane: lane.resumer.finished(split_ids))
+    needed = [name for name in unanswered if not policy.tolerates(name)]
+    if needed:
+        raise UnreachableError(f"target {needed[0]} does not answer: {unanswered[needed[0]]}", NETWORK_HINT)
+    down = {name: f"failed: {why}" for name, why in unanswered.items()}
+    for name, why in down.items():
+        log.warning("target %s is not snapshotted in this run: %s", name, why)
     up = [lane for lane in rt.lanes if lane.name not in down]
     wanted: dict[tuple[str, ...], list[str]] = {}
     results = []

@@ -2,10 +2,13 @@
 targets, only the first may leave a run that the commit policy lets go on without it."""
 from __future__ import annotations
 
+from typing import Any, Callable, TypeVar
+
 from cdc_assets.core.urls import mask
 from cdc_assets.errors import CdcError, UnreachableError
 
 _DRIVERS = ("psycopg2", "pymysql", "pymongo", "MySQLdb")
+T = TypeVar("T")
 
 
 def target_down(exc: BaseException) -> bool:
@@ -26,3 +29,19 @@ def one_line(exc: BaseException) -> str:
     """The error's first line, passwords masked: for logs, records and Dagster metadata."""
     text = str(exc).strip().splitlines()
     return mask(text[0] if text else type(exc).__name__)
+
+
+def answering(lanes: list, read: Callable[[Any], T]) -> tuple[dict[str, T], dict[str, str]]:
+    """`read(lane)` of each target, by name, and why each one that is down was left out (its connections closed).
+    With one target, its failure is raised as it is."""
+    found: dict[str, T] = {}
+    down: dict[str, str] = {}
+    for lane in lanes:
+        try:
+            found[lane.name] = read(lane)
+        except Exception as exc:
+            if len(lanes) == 1 or not target_down(exc):
+                raise
+            down[lane.name] = one_line(exc)
+            lane.reconnect()
+    return found, down

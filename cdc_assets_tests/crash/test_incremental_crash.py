@@ -119,6 +119,14 @@ def ok(proc, timeout=600) -> str:
     assert proc.returncode == 0, out[-3000:]
     return out
 
+def follow_briefly(path, env) -> None:
+    """A `sync` following the source for a few seconds, then stopped with SIGTERM: it must exit cleanly."""
+    follower = cli(path, env, "sync")
+    time.sleep(4)
+    follower.send_signal(signal.SIGTERM)
+    ok(follower, timeout=120)
+
+
 def crash_and_resume(rt, plans, path, env, writer: "Writer", phase: str, exactly_once: bool) -> None:
     """While `writer` changes the source: snapshot (killed in its backfill for that phase), kill the sync at the
     phase's point, restart a follower and stop it with SIGTERM, then catch up once the writer stopped."""
@@ -143,10 +151,7 @@ def crash_and_resume(rt, plans, path, env, writer: "Writer", phase: str, exactly
             assert proc.poll() is None, proc.communicate()[0][-3000:]
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-        follower = cli(path, env, "sync")  # restarted while the writer still runs
-        time.sleep(4)
-        follower.send_signal(signal.SIGTERM)
-        ok(follower, timeout=120)
+        follow_briefly(path, env)  # restarted while the writer still runs
     finally:
         writer.finish()
     assert writer.transactions > 100

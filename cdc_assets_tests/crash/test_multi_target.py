@@ -19,7 +19,7 @@ from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
 from cdc_assets_tests.crash.test_incremental_crash import (AUDIT, MYSQL_TABLES, ROWS, SPLIT, TABLES, Writer,
                                                            assert_audit_exactly_once, audit_mariadb, cli,
-                                                           killed_by_itself, ok)
+                                                           follow_briefly, killed_by_itself, ok)
 from cdc_assets_tests.support import fetch_rows
 
 pytestmark = pytest.mark.crash
@@ -171,10 +171,7 @@ def test_sigkill_between_the_targets_commits(tmp_path, servers, mariadb_target, 
                 task.snapshot_in_process(plans)
             time.sleep(2)  # a backlog for the catch-up
             killed_by_itself(cli(task.path, task.env, "sync", crash=sync_crash))
-            follower = cli(task.path, task.env, "sync")
-            time.sleep(4)
-            follower.send_signal(signal.SIGTERM)
-            ok(follower, timeout=120)
+            follow_briefly(task.path, task.env)
         finally:
             writer.finish()
         assert writer.transactions > 100
