@@ -41,6 +41,7 @@ def spark_settings(config: SparkConfig, app_name: str = "cdc_assets") -> dict[st
 
 def start_session(settings: dict[str, str]) -> tuple[SparkSession, bool]:
     """The session, and whether it was started now (False: an already running one was reused)."""
+    # Files on the driver only: Spark serves spark.jars to every executor, which fetches and loads them.
     jars = [j for j in settings.get("spark.jars", "").split(",") if j]
     missing = [j for j in jars if not Path(j).is_file()]
     if missing:
