@@ -252,6 +252,10 @@ class SparkConfig(_Model):
     def _no_maven(cls, conf: dict[str, str]) -> dict[str, str]:
         if "spark.jars.packages" in conf:
             raise ValueError("spark.jars.packages downloads from Maven; list local jar files in spark.jars instead")
+        if "spark.remote" in conf or conf.get("spark.api.mode", "").lower() == "connect":
+            # A Connect session has no SparkContext: no RDDs (TaskExport/TaskWrite), addPyFile, defaultParallelism.
+            raise ValueError("Spark Connect (spark.remote, spark.api.mode: connect) is not supported: the snapshot "
+                             "uses the SparkContext and RDDs; give a spark:// master in spark.master instead")
         return conf
 
 

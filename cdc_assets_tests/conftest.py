@@ -87,13 +87,24 @@ def unique_name() -> str:
 
 
 @pytest.fixture(scope="session")
-def spark():
-    """One local Spark session for every in-process test: starting one costs seconds."""
+def _local_sessions():
+    """The local sessions `spark` started; the last one is stopped at the end of the run."""
+    sessions = []
+    yield sessions
+    if sessions:
+        sessions[-1].stop()
+
+
+@pytest.fixture
+def spark(_local_sessions):
+    """One local Spark session for every in-process test: starting one costs seconds. A new one only once a
+    `cluster` test stopped it (a process has one SparkContext, and those tests need theirs on the cluster)."""
     from cdc_assets.spark.session import build_session
 
-    session, _ = build_session(SparkConfig(master="local[2]", driver_memory="1g"), app_name="cdc_assets_tests")
-    yield session
-    session.stop()
+    if not _local_sessions or not _spark_running():
+        session, _ = build_session(SparkConfig(master="local[2]", driver_memory="1g"), app_name="cdc_assets_tests")
+        _local_sessions.append(session)
+    return _local_sessions[-1]
 
 
 @pytest.fixture(autouse=True)

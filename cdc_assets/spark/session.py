@@ -13,6 +13,7 @@ from cdc_assets.config import SparkConfig
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.errors import ConfigError
 from cdc_assets.spark.errors import jdbc_connect_failure
+from cdc_assets.spark.pyfiles import is_local, ship_package
 
 _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 JVM_STDERR_ENV = "CDC_ASSETS_SPARK_STDERR"  # a file for the JVM's stderr (the CLI without --verbose)
@@ -40,15 +41,20 @@ def spark_settings(config: SparkConfig, app_name: str = "cdc_assets") -> dict[st
 
 def start_session(settings: dict[str, str]) -> tuple[SparkSession, bool]:
     """The session, and whether it was started now (False: an already running one was reused)."""
+    # Files on the driver only: Spark serves spark.jars to every executor, which fetches and loads them.
     jars = [j for j in settings.get("spark.jars", "").split(",") if j]
     missing = [j for j in jars if not Path(j).is_file()]
     if missing:
         raise ConfigError(
             f"spark.jars lists files that do not exist: {missing}",
             "install libmariadb-java and libpostgresql-jdbc-java (scripts/install-deps.sh) or fix spark.jars")
-    # Workers must run this interpreter (the one with pyarrow), not whatever python3 is first on PATH.
+    # Workers must run this interpreter (the one with pyarrow), not whatever python3 is first on PATH. On a cluster
+    # the executors start this same path: each host needs it (README, "Running on a Spark cluster").
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # local mode talks to itself over loopback
+    if is_local(settings.get("spark.master", "local[*]")):
+        # Local mode talks to itself over loopback. A cluster's executors must reach the driver: its address is
+        # the user's (spark.driver.host / spark.driver.bindAddress, or SPARK_LOCAL_IP).
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -56,6 +62,8 @@ def start_session(settings: dict[str, str]) -> tuple[SparkSession, bool]:
     with _jvm_stderr(os.environ.get(JVM_STDERR_ENV) if started else None):
         session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    if started:
+        ship_package(session)
     return session, started
 
 

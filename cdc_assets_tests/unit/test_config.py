@@ -39,6 +39,8 @@ def test_missing_env_var_names_it(monkeypatch, tmp_path):
     ({"resumer": {"resume_type": "from_nowhere"}}, "resumer"),
     ({"task_id": "bad id"}, "task_id"),
     ({"spark": {"conf": {"spark.jars.packages": "x"}}}, "spark.jars.packages"),
+    ({"spark": {"conf": {"spark.remote": "sc://127.0.0.1:15002"}}}, "Spark Connect"),
+    ({"spark": {"conf": {"spark.api.mode": "connect"}}}, "Spark Connect"),
 ])
 def test_bad_values_are_refused_with_the_key(monkeypatch, tmp_path, change, expected):
     monkeypatch.setenv("CDC_TEST_PW", "hunter2")
