@@ -2,16 +2,21 @@
 read rate of the log library alone on the same backlog (the limit for a Python reader on this machine).
 
     python bench/incremental.py [--changes 1000000] [--rate 2000] [--seconds 60] [--direction mysql|postgres|both]
-                                [--dir /tmp/cdc-bench-incr] [--big-txn [N]] [--targets N]
+                                [--dir /tmp/cdc-bench-incr] [--big-txn [N]] [--targets N] [--tx-rows N]
 
 Per direction, on an empty table snapshotted first (so that the log is read from the snapshot's low watermark):
-- catch-up: a backlog of --changes row changes (half inserts, then half updates, 10,000 per transaction) applied
+- catch-up: a backlog of --changes row changes (half inserts, then half updates, --tx-rows per transaction, 10,000
+  by default; small ones show whether batches still fill up to checkpoint_after_events) applied
   by `sync --until-caught-up`, in process (start-up excluded) and once through the CLI (start-up included), each
   by its own task into its own target database;
 - raw read: the same backlog read with no cdc_assets code, by pymysqlreplication (rows decoded) or by psycopg2
   from a pgoutput slot (messages counted; psycopg2 decodes nothing); ratio = catch-up / raw;
 - steady state: a running `cdc-assets sync` while a writer commits --rate changes/s for --seconds s; the lag of
-  a row is a target trigger's clock_timestamp() at apply minus the client clock just before the source commit.
+  a row is the target's clock at the commit of the transaction that wrote it (a deferred constraint trigger
+  stamps each target transaction as it commits) minus the client clock just before the source statement, which
+  commits on its own (so the source statement's own time is counted too).
+With --bounded the steady state is applied by `sync --until-caught-up` runs launched one after the other, the
+Dagster path (sensor-launched bounded runs) without its sensor interval (15 s) and run launch: a lower bound.
 With --targets N the in-process catch-up and the steady run write to N PostgreSQL target databases (one task,
 `targets:`, commit_policy all): events/s counts the source's changes, each applied to every target.
 With --big-txn N (N defaults to 2,000,000) instead: a table of N rows is snapshotted, then ONE transaction
@@ -51,7 +56,7 @@ from cdc_assets.sources.postgres.slot import drop_slot, publication_name, slot_n
 
 # The checkout whose package this process imported: the CLI runs must measure the same code.
 REPO = Path(cdc_assets.__file__).resolve().parents[1]
-TX_ROWS = 10_000
+TX_ROWS = 10_000  # --tx-rows: changes per backlog transaction
 TICK = 0.05  # the steady writer commits one transaction per tick
 RAW_SLOT = "cdc_bench_raw"
 RAW_SERVER_ID = 4_242_424  # any id no other replica of the server uses
@@ -337,15 +342,49 @@ def writer(d: Direction, rate: int, seconds: float, first_new: int, existing: in
     conn.close()
 
 
-def steady(d: Direction, config: Path, rate: int, seconds: float, backlog_ids: int) -> dict:
+# A row's lag: from the source statement to the commit of the target transaction that wrote it last. `xmin` is that
+# transaction's 32-bit id; txid_current() is the same id with its epoch above it.
+STAMPED = "benchi.events e JOIN benchi.commit_stamps s ON mod(s.xid, 4294967296) = e.xmin::text::bigint"
+LAG = "s.committed_at - e.written_at"
+
+
+def stamp_commits(tgt) -> None:
+    """Record when each target transaction writing benchi.events commits: a constraint trigger deferred to the
+    commit stamps the transaction once (the first row wins, the others find it stamped)."""
+    run(tgt, "CREATE TABLE benchi.commit_stamps (xid bigint PRIMARY KEY, committed_at double precision)")
+    run(tgt, "CREATE FUNCTION benchi.stamp_commit() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN "
+             "INSERT INTO benchi.commit_stamps VALUES (txid_current(), extract(epoch FROM clock_timestamp())) "
+             "ON CONFLICT DO NOTHING; RETURN NULL; END$$")
+    run(tgt, "CREATE CONSTRAINT TRIGGER stamp_commit AFTER INSERT OR UPDATE ON benchi.events "
+             "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION benchi.stamp_commit()")
+
+
+class BoundedRuns:
+    """The Dagster path without Dagster: `sync --until-caught-up` runs one after the other, as the sensor launches
+    them while the log is ahead of the checkpoint, but with no sensor interval and no run launch in between."""
+
+    def __init__(self, d: Direction, config: Path) -> None:
+        self.d, self.config, self.runs, self.failed, self.returncode = d, config, 0, 0, None
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._loop)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while not self.stopping.is_set():
+            code, _ = reap(start_cli(self.d, self.config, f"{self.d.name}_bounded", "--until-caught-up"), 600)
+            self.runs, self.failed, self.returncode = self.runs + 1, self.failed + (code != 0), code
+
+    def poll(self):  # as Popen's: None while runs go on
+        return None if self.thread.is_alive() else self.returncode
+
+    def send_signal(self, signum) -> None:  # as Popen's: the run under way finishes, no other starts
+        self.stopping.set()
+
+
+def steady(d: Direction, config: Path, rate: int, seconds: float, backlog_ids: int, bounded: bool = False) -> dict:
     tgt = d.postgres.connect("warehouse")
-    # A BEFORE trigger, not a column default: defaults do not fire on UPDATE.
-    run(tgt, "ALTER TABLE benchi.events ADD COLUMN applied_at double precision")
-    run(tgt, "CREATE FUNCTION benchi.stamp_applied() RETURNS trigger LANGUAGE plpgsql AS "
-             "$$BEGIN NEW.applied_at := extract(epoch FROM clock_timestamp()); RETURN NEW; END$$")
-    run(tgt, "CREATE TRIGGER stamp_applied BEFORE INSERT OR UPDATE ON benchi.events "
-             "FOR EACH ROW EXECUTE FUNCTION benchi.stamp_applied()")
-    proc = start_cli(d, config, f"{d.name}_follow")
+    stamp_commits(tgt)
+    proc = BoundedRuns(d, config) if bounded else start_cli(d, config, f"{d.name}_follow")
     src = d.connect()
     # A probe row through the whole path first: the writer starts once sync is up and applying.
     run(src, "INSERT INTO benchi.events (id, a, written_at) VALUES (0, 0, %s)", (time.time(),))
@@ -370,10 +409,14 @@ def steady(d: Direction, config: Path, rate: int, seconds: float, backlog_ids: i
     drain = time.monotonic() - stopped
     ok = verify(f"{d.name} steady state", d, "warehouse")
     proc.send_signal(signal.SIGTERM)
-    code, rss = reap(proc, 60)
-    n, pcts, worst = run(tgt, "SELECT COUNT(*), percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP "
-                              "(ORDER BY applied_at - written_at), MAX(applied_at - written_at) "
-                              "FROM benchi.events WHERE written_at >= %s", (begin_at,))[0]
+    if bounded:
+        proc.thread.join(600)
+        code, rss = proc.failed, NAN
+        print(f"  {d.name}: {proc.runs} bounded runs (sync --until-caught-up), {proc.failed} failed")
+    else:
+        code, rss = reap(proc, 60)
+    n, pcts, worst = run(tgt, f"SELECT COUNT(*), percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY {LAG}), "
+                              f"MAX({LAG}) FROM {STAMPED} WHERE e.written_at >= %s", (begin_at,))[0]
     src.close(), tgt.close()
     (p50, p99), worst = pcts or (NAN, NAN), NAN if worst is None else worst
     r = {"rate": out["written"] / out["secs"], "p50": p50, "p99": p99, "max": worst, "ok": ok and code == 0}
@@ -384,6 +427,7 @@ def steady(d: Direction, config: Path, rate: int, seconds: float, backlog_ids: i
 
 
 def main() -> int:
+    global TARGETS, TX_ROWS
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--changes", type=int, default=1_000_000, help="backlog size (half inserts, half updates)")
     parser.add_argument("--dir", default="/tmp/cdc-bench-incr")
@@ -393,9 +437,11 @@ def main() -> int:
     parser.add_argument("--big-txn", type=int, nargs="?", const=2_000_000, metavar="N",
                         help="instead: one transaction updating N rows (default 2,000,000)")
     parser.add_argument("--targets", type=int, default=1, help="PostgreSQL targets of the in-process task")
+    parser.add_argument("--tx-rows", type=int, default=TX_ROWS, help="changes per backlog transaction")
+    parser.add_argument("--bounded", action="store_true",
+                        help="steady state through bounded runs back to back (the Dagster path, less its sensor)")
     args = parser.parse_args()
-    global TARGETS
-    TARGETS = args.targets
+    TARGETS, TX_ROWS = args.targets, args.tx_rows
     base = Path(args.dir)
     base.mkdir(parents=True, exist_ok=True)
     base.chmod(0o755)
@@ -411,10 +457,11 @@ def main() -> int:
             d = Direction(kind, mariadb, postgres, base)
             reset(d)
             c = catch_up(d, args.changes)
-            results.append((d.name, c, steady(d, c["config"], args.rate, args.seconds, args.changes // 2)))
+            results.append((d.name, c, steady(d, c["config"], args.rate, args.seconds, args.changes // 2,
+                                              args.bounded)))
     finally:
         stop_servers(base / "servers")
-    print(f"\n{os.cpu_count()} CPUs; backlog {args.changes // 2 * 2:,} changes; steady {args.rate:,}/s for "
+    print(f"\n{os.cpu_count()} CPUs; backlog {args.changes // 2 * 2:,} changes in transactions of {TX_ROWS:,}; steady {args.rate:,}/s for "
           f"{args.seconds:g} s; RSS: peak of the CLI catch-up process / of this process (in-process catch-up)")
     print(f"{'direction':<12} {'catch-up ev/s':>13} {'raw rows/s':>11} {'ratio':>6} {'CLI e2e s':>9} "
           f"{'lag p50 s':>9} {'lag p99 s':>9} {'lag max s':>9} {'write/s':>8} {'RSS MiB':>10}  checks")

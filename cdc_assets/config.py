@@ -170,6 +170,9 @@ class PipelineConfig(_Model):
 
     checkpoint_after_events: int = Field(1000, ge=1)
     checkpoint_interval_secs: float = Field(10.0, gt=0)
+    # A batch ends once the reader has nothing read ahead and this long has passed since the previous batch: a
+    # followed log is committed as it comes, a backlog still fills batches (engine/incremental.py, _Lane.step).
+    max_batch_delay_ms: float = Field(20.0, ge=0)
     # A batch whose target apply and commit take longer is reported with its figures (SeaTunnel's checkpoint.timeout).
     checkpoint_timeout_secs: float = Field(60.0, gt=0)
     # A transaction with more row changes than this is read and applied in parts of this size, inside one

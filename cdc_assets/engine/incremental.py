@@ -271,7 +271,7 @@ class _Session:
         try:
             for item in items:
                 for lane in list(self.lanes):
-                    self._guarded(lane, lane.step, item)
+                    self._guarded(lane, lane.step, item, items.drained)
                 # A transaction in parts is finished first: stopping would throw its parts away, and runs
                 # bounded in time could then never get past it.
                 if self.stop.is_set() and all(lane.settled for lane in self.lanes):
@@ -403,8 +403,13 @@ class _Lane:
         # Parts of a transaction are held whole until its end shows whether this lane holds it (_may_skip).
         self.ahead = {t: self.ahead.get(t, self.position) for t in self.schemas}
 
-    def step(self, item) -> None:
-        """Take one item of the log: batch it, apply and checkpoint when the batch is full."""
+    def step(self, item, drained: Callable[[float], bool]) -> None:
+        """Take one item of the log: batch it; apply and checkpoint when the batch is full, or when the reader has
+        nothing more to hand out (`drained`) within pipeline.max_batch_delay_ms of the previous batch's end. A
+        followed log is thus committed as it comes, one batch per what arrived during the last apply, while a
+        backlog keeps the read-ahead queue filled and its batches grow to checkpoint_after_events. The wait
+        bounds the commits of a stream of tiny transactions to one per delay, and keeps a backlog batching while
+        the reader is a moment behind."""
         if self.floor is not None and self._parts is None:
             at = item.end if isinstance(item, Transaction) else getattr(item, "position", None)
             if at is not None and not is_before(self.floor, at):
@@ -434,7 +439,7 @@ class _Lane:
             batch = self.batch = Batch()
             self._schema_change(item)
         full = batch.events >= limit_events or (batch and (time.monotonic() - self.opened >= interval or (
-            isinstance(item, Idle) and item.flush)))
+            isinstance(item, Idle) and item.flush) or drained(self._delay_left())))
         if full or (self.stop.is_set() and batch):
             self._flush(batch)
             self.batch, self.opened = Batch(), time.monotonic()
@@ -443,6 +448,10 @@ class _Lane:
             self.opened = time.monotonic()
         if not self.batch and self._parts is None and not self.stop.is_set() and self._members_changed():
             raise _Restart()  # a table finished its snapshot meanwhile: reopen the log from its start
+
+    def _delay_left(self) -> float:
+        """Seconds the batch may still wait for the reader: up to max_batch_delay_ms after the previous batch."""
+        return max(0.0, self.opened + self.pipeline.max_batch_delay_ms / 1000 - time.monotonic())
 
     @property
     def settled(self) -> bool:

@@ -1,7 +1,8 @@
 """Read the log on its own thread while the driver applies: decoding (Python) overlaps the target's work
 (waiting on a socket), and the bounded queue keeps memory flat when the target is slower than the log: it holds
 at most QUEUE_ITEMS items and QUEUE_CHANGES row changes (64 transactions of 10,000 changes would be too many),
-though always one item, whatever its size."""
+though always one item, whatever its size. `drained` tells the driver whether the reader has nothing to hand out
+right now, so that a batch can end there instead of waiting for more."""
 from __future__ import annotations
 
 import queue
@@ -20,6 +21,7 @@ class prefetch:
         self._queued_changes = 0
         self._closing = threading.Event()
         self._close_source = close_source
+        self._next = None  # an item `drained` took from the queue: the next one handed out
         self._thread = threading.Thread(target=self._run, args=(items,), name="cdc-log-reader", daemon=True)
         self._thread.start()
 
@@ -56,7 +58,7 @@ class prefetch:
         return self
 
     def __next__(self):
-        item = self._queue.get()
+        item, self._next = self._next if self._next is not None else self._queue.get(), None
         if size := _changes(item):
             with self._room:
                 self._queued_changes -= size
@@ -66,6 +68,16 @@ class prefetch:
         if isinstance(item, _Failure):
             raise item.exc
         return item
+
+    def drained(self, wait: float = 0.0) -> bool:
+        """Whether the reader has nothing to hand out, even after waiting up to `wait` seconds for its next item
+        (which is then the next one `__next__` returns)."""
+        if self._next is None:
+            try:
+                self._next = self._queue.get(timeout=wait) if wait > 0 else self._queue.get_nowait()
+            except queue.Empty:
+                return True
+        return False
 
     def close(self) -> None:
         self._closing.set()

@@ -24,7 +24,9 @@ def task(servers, unique_name, tmp_path):
     with source_database(servers, "mysql", unique_name, ["CREATE TABLE t (id INT PRIMARY KEY, v INT)"]) as src:
         path = write_config(tmp_path, servers, task_id="slow", source="mysql", source_db=unique_name,
                             tables=[f"{unique_name}.t"], target="postgres", target_db=target,
-                            pipeline={"startup_mode": "latest", "checkpoint_timeout_secs": TIMEOUT_SECS})
+                            # One sync's transactions share a batch: the reader never keeps them waiting a minute.
+                            pipeline={"startup_mode": "latest", "checkpoint_timeout_secs": TIMEOUT_SECS,
+                                      "max_batch_delay_ms": 60_000})
         rt = TaskRuntime(load_config(path))
         rt.sink.ensure_table(rt.source.describe(rt.config.source.table_ids[0]))
         try:

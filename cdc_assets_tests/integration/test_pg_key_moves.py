@@ -26,7 +26,9 @@ def task(request, servers, unique_name, tmp_path):
             tgt = servers.mariadb.connect()
         config = config_for(tmp_path, servers, task_id=unique_name, source="postgres", source_db=unique_name,
                             tables=[f"{ns}.t"], target=kind, target_db=target_db,
-                            pipeline={"startup_mode": "latest", "checkpoint_interval_secs": 600})
+                            # One sync's transactions share a batch: the reader never keeps them waiting a minute.
+                            pipeline={"startup_mode": "latest", "checkpoint_interval_secs": 600,
+                                      "max_batch_delay_ms": 60_000})
         rt = TaskRuntime(config)
         rt.sink.ensure_table(rt.source.describe(config.source.table_ids[0]))
         sync(rt, until_caught_up=True)  # the checkpoint: everything after it is read

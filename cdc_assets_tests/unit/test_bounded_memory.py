@@ -1,5 +1,5 @@
 """What bounds memory and statement size under a huge transaction: the read-ahead queue counts row changes,
-and PostgreSQL statements are cut by rows and by bytes."""
+and PostgreSQL statements are cut by rows and by bytes. And what the queue tells the batches: drained or not."""
 import threading
 from dataclasses import dataclass
 
@@ -56,3 +56,23 @@ def test_postgres_statements_are_cut_by_rows_and_by_bytes(monkeypatch):
     # bytea travels as hex: 30 bytes count 60; a row over the budget goes alone
     assert [len(p) for p in postgres_sink._pages([(b"x" * 30,)] * 3 + [("y" * 500,), (2,)])] == [1, 1, 1, 1, 1]
     assert postgres_sink._pages([]) == []
+
+
+def test_drained_says_whether_the_reader_has_an_item_and_keeps_its_order():
+    second = threading.Event()
+
+    def items():
+        yield Part([1])
+        second.wait(30)
+        yield Part([2])
+
+    reader = prefetch(items(), lambda: None)
+    try:
+        assert next(reader).changes == [1]
+        assert reader.drained()  # the reader waits for the log
+        second.set()
+        assert not reader.drained(30)  # waited for the next item, which stays the next one
+        assert not reader.drained()
+        assert [p.changes for p in reader] == [[2]]
+    finally:
+        reader.close()
