@@ -270,8 +270,9 @@ class _Session:
         items = prefetch(self.reader.read(self.start, stop_at=until, part_events=parts_of), self.reader.close)
         try:
             for item in items:
+                drained = _once(items.drained)  # one answer per item: the lanes end their batches together
                 for lane in list(self.lanes):
-                    self._guarded(lane, lane.step, item, items.drained)
+                    self._guarded(lane, lane.step, item, drained)
                 # A transaction in parts is finished first: stopping would throw its parts away, and runs
                 # bounded in time could then never get past it.
                 if self.stop.is_set() and all(lane.settled for lane in self.lanes):
@@ -314,6 +315,16 @@ class _Session:
                     continue
                 log.info("target %s answers again: it catches up from its own checkpoint", lane_rt.name)
                 raise _Restart()
+
+
+def _once(ask: Callable[[float], bool]) -> Callable[[float], bool]:
+    answer: list[bool] = []
+
+    def asked(wait: float) -> bool:
+        if not answer:
+            answer.append(ask(wait))
+        return answer[0]
+    return asked
 
 
 class _Lane:
