@@ -48,13 +48,19 @@ class SparkCluster:
     def start(self) -> SparkCluster:
         """Start the master and the workers; return once the master reports every worker ALIVE."""
         self.base.mkdir(parents=True, exist_ok=True)
-        self.port, self.webui_port = free_port(), free_port()
+        # All ports taken before any JVM binds one: free_port() may hand out a port again until it is bound, and
+        # a worker's UI on the master's UI port would answer the status requests (a CI run saw it).
+        ports: list[int] = []
+        while len(ports) < 2 + self.workers:
+            if (port := free_port()) not in ports:
+                ports.append(port)
+        self.port, self.webui_port, *worker_ports = ports
         try:
             self._spawn("master", MASTER, "--host", HOST, "--port", str(self.port),
                         "--webui-port", str(self.webui_port))
-            for n in range(self.workers):
+            for n, ui_port in enumerate(worker_ports):
                 self._spawn(f"worker{n}", WORKER, self.master_url, "--host", HOST, "--cores", str(self.cores),
-                            "--memory", self.memory, "--webui-port", str(free_port()),
+                            "--memory", self.memory, "--webui-port", str(ui_port),
                             "--work-dir", str(self.worker_dir(n)))
             if not wait_for(lambda: self.alive_workers() == self.workers, START_TIMEOUT):
                 raise RuntimeError(f"the Spark master on port {self.port} has {self.alive_workers()} of "
@@ -81,7 +87,7 @@ class SparkCluster:
         try:
             with urllib.request.urlopen(f"{self.webui_url}/json/", timeout=2) as reply:
                 return json.load(reply)
-        except OSError:
+        except (OSError, ValueError):  # not up yet, or another process's page on the port: start() times out
             return {}
 
     def alive_workers(self) -> int:
