@@ -128,3 +128,24 @@ def snapshot_all(rt) -> None:
 
     for tp in ensure_plans(rt):
         snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+
+
+@contextmanager
+def mysql_table_task(servers, unique_name: str, tmp_path: Path, task_id: str, pipeline: dict):
+    """A MySQL table `t (id, v)` captured from the log's end into a fresh PostgreSQL target (its table created):
+    yields (config path, runtime, source connection, target connection)."""
+    from cdc_assets.engine.runtime import TaskRuntime
+
+    target = f"{unique_name}_tgt"
+    tgt = postgres_target(servers, target)
+    with source_database(servers, "mysql", unique_name, ["CREATE TABLE t (id INT PRIMARY KEY, v INT)"]) as src:
+        path = write_config(tmp_path, servers, task_id=task_id, source="mysql", source_db=unique_name,
+                            tables=[f"{unique_name}.t"], target="postgres", target_db=target,
+                            pipeline={"startup_mode": "latest", **pipeline})
+        rt = TaskRuntime(load_config(path))
+        rt.sink.ensure_table(rt.source.describe(rt.config.source.table_ids[0]))
+        try:
+            yield path, rt, src, tgt
+        finally:
+            rt.close()
+            tgt.close()

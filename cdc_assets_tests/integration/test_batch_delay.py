@@ -6,10 +6,8 @@ import time
 
 import pytest
 
-from cdc_assets.config import load_config
 from cdc_assets.engine.incremental import sync
-from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets_tests.support import execute, fetch_rows, postgres_target, source_database, write_config
+from cdc_assets_tests.support import execute, fetch_rows, mysql_table_task
 
 HOUR = 3600
 WAIT_SECS = 60  # far below the interval: a batch that waited for it never arrives in time
@@ -17,21 +15,10 @@ WAIT_SECS = 60  # far below the interval: a batch that waited for it never arriv
 
 @pytest.fixture
 def task(servers, unique_name, tmp_path):
-    target = f"{unique_name}_tgt"
-    tgt = postgres_target(servers, target)
-    with source_database(servers, "mysql", unique_name, ["CREATE TABLE t (id INT PRIMARY KEY, v INT)"]) as src:
-        path = write_config(tmp_path, servers, task_id="follow", source="mysql", source_db=unique_name,
-                            tables=[f"{unique_name}.t"], target="postgres", target_db=target,
-                            pipeline={"startup_mode": "latest", "checkpoint_interval_secs": HOUR,
-                                      "checkpoint_after_events": 1_000_000})
-        rt = TaskRuntime(load_config(path))
-        rt.sink.ensure_table(rt.source.describe(rt.config.source.table_ids[0]))
-        try:
-            sync(rt, until_caught_up=True)  # the checkpoint: the followed run starts from it
-            yield rt, src, tgt, unique_name
-        finally:
-            rt.close()
-            tgt.close()
+    pipeline = {"checkpoint_interval_secs": HOUR, "checkpoint_after_events": 1_000_000}
+    with mysql_table_task(servers, unique_name, tmp_path, "follow", pipeline) as (_, rt, src, tgt):
+        sync(rt, until_caught_up=True)  # the checkpoint: the followed run starts from it
+        yield rt, src, tgt, unique_name
 
 
 def test_a_followed_transaction_is_committed_without_waiting_out_the_interval(task):

@@ -11,7 +11,8 @@ from cdc_assets.defs.build import build_definitions
 from cdc_assets.defs.incremental import job_name
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets_tests.support import execute, fetch_rows, postgres_target, source_database, write_config
+from cdc_assets_tests.support import (execute, fetch_rows, mysql_table_task, postgres_target, source_database,
+                                     write_config)
 
 SLEEP_SECS = 1.5
 TIMEOUT_SECS = 1.0
@@ -19,21 +20,10 @@ TIMEOUT_SECS = 1.0
 
 @pytest.fixture
 def task(servers, unique_name, tmp_path):
-    target = f"{unique_name}_tgt"
-    tgt = postgres_target(servers, target)
-    with source_database(servers, "mysql", unique_name, ["CREATE TABLE t (id INT PRIMARY KEY, v INT)"]) as src:
-        path = write_config(tmp_path, servers, task_id="slow", source="mysql", source_db=unique_name,
-                            tables=[f"{unique_name}.t"], target="postgres", target_db=target,
-                            # One sync's transactions share a batch: the reader never keeps them waiting a minute.
-                            pipeline={"startup_mode": "latest", "checkpoint_timeout_secs": TIMEOUT_SECS,
-                                      "max_batch_delay_ms": 60_000})
-        rt = TaskRuntime(load_config(path))
-        rt.sink.ensure_table(rt.source.describe(rt.config.source.table_ids[0]))
-        try:
-            yield path, rt, src, tgt, unique_name
-        finally:
-            rt.close()
-            tgt.close()
+    # One sync's transactions share a batch: the reader never keeps them waiting a minute.
+    pipeline = {"checkpoint_timeout_secs": TIMEOUT_SECS, "max_batch_delay_ms": 60_000}
+    with mysql_table_task(servers, unique_name, tmp_path, "slow", pipeline) as (path, rt, src, tgt):
+        yield path, rt, src, tgt, unique_name
 
 
 def slow_down(tgt, db: str) -> None:
