@@ -236,7 +236,7 @@ class Assembler:
             table, schema, convs, pos = found
             for before, after, after_nones in self._pairs(event, table, convs, pos):
                 # MINIMAL leaves unchanged key columns out of the after image; the before image has the key.
-                if any(k not in after for k in schema.primary_key):
+                if after_nones and any(k not in after for k in schema.primary_key):
                     after = {**{k: before[k] for k in schema.primary_key if k not in after}, **after}
                 key, old = _key(schema, after), _key(schema, before)
                 if key != old and after_nones:  # a partial row can update its key's row, not make one at another key

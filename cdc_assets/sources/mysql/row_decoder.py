@@ -135,9 +135,7 @@ def _reader(column, i: int, scope: dict) -> list[str] | None:
     if t == FIELD_TYPE.GEOMETRY:  # read_length_coded_pascal_string: bytes as they are
         return [*_length(i, column.length_size), f"v{i} = data[o:o + n]", "o += n"]
     if t == FIELD_TYPE.NEWDECIMAL:
-        read, size = _decimal(column.precision, column.decimals)
-        scope[f"r{i}"] = read
-        return [f"v{i} = r{i}(data[o:o + {size}])", f"o += {size}"]
+        return _decimal(column.precision, column.decimals, i)
     if t == FIELD_TYPE.DATE:
         scope[f"r{i}"] = _date
         return [f"v{i} = r{i}(data[o] | data[o + 1] << 8 | data[o + 2] << 16)", "o += 3"]
@@ -228,11 +226,11 @@ def _time2(packed: int, micro: int) -> timedelta:
                      microseconds=micro) * sign
 
 
-def _decimal(precision: int, scale: int) -> tuple[Callable[[bytes], Decimal], int]:
+def _decimal(precision: int, scale: int, i: int) -> list[str]:
     """NEWDECIMAL(precision, scale): groups of 9 digits in 4 bytes big-endian, the leading and trailing partial
     groups in fewer (_DIG2BYTES); the first bit flipped is the sign, a negative value has every bit inverted
     (strings/decimal.cc decimal2bin). The library builds the text '[-]<integral>.<fraction>' with every
-    fractional digit; 'N E-scale' of the same digits is the same Decimal (coefficient and exponent)."""
+    fractional digit; '<all the digits>E-<scale>' is the same Decimal (coefficient and exponent)."""
     integral = precision - scale
     groups = ([_DIG2BYTES[integral % _DIGITS_PER_GROUP]] + [4] * (integral // _DIGITS_PER_GROUP)
               + [4] * (scale // _DIGITS_PER_GROUP))
@@ -241,24 +239,16 @@ def _decimal(precision: int, scale: int) -> tuple[Callable[[bytes], Decimal], in
         groups.append(_DIG2BYTES[scale % _DIGITS_PER_GROUP])
         digits.append(scale % _DIGITS_PER_GROUP)
     size = sum(groups)
-    fields, shift = [], size * 8  # (shift, mask, 10 ** digits) from the most significant group on
+    number, shift = "", size * 8  # the digits as one integer, from the most significant group on
     for width, n in zip(groups, digits):
         shift -= width * 8
         if width:
-            fields.append((shift, (1 << width * 8) - 1, 10 ** n))
+            group = f"(p >> {shift} & {(1 << width * 8) - 1})"
+            number = f"({number}) * {10 ** n} + {group}" if number else group
     top, everything = 1 << (size * 8 - 1), (1 << size * 8) - 1
-    exponent = f"E-{scale}"
-
-    def read(raw: bytes) -> Decimal:
-        packed = int.from_bytes(raw, "big") ^ top
-        negative = not raw[0] & 0x80
-        if negative:
-            packed ^= everything
-        n = 0
-        for at, mask, base in fields:
-            n = n * base + (packed >> at & mask)
-        return Decimal(f"-{n}{exponent}" if negative else f"{n}{exponent}")
-    return read, size
+    return [f"p = int.from_bytes(data[o:o + {size}], 'big')",
+            f"if p & {top}:", f"    p ^= {top}", f"    v{i} = Decimal(f'{{{number}}}E-{scale}')",
+            "else:", f"    p ^= {top ^ everything}", f"    v{i} = Decimal(f'-{{{number}}}E-{scale}')", f"o += {size}"]
 
 
 class RowDecoders:
