@@ -133,7 +133,7 @@ def _reader(column, i: int, scope: dict) -> list[str] | None:
     if t == FIELD_TYPE.BLOB:
         return _string(column, i, column.length_size, scope)
     if t == FIELD_TYPE.GEOMETRY:  # read_length_coded_pascal_string: bytes as they are
-        return [*_length(i, column.length_size), f"v{i} = data[o:o + n]", "o += n"]
+        return [*_length(column.length_size), f"v{i} = data[o:o + n]", "o += n"]
     if t == FIELD_TYPE.NEWDECIMAL:
         return _decimal(column.precision, column.decimals, i)
     if t == FIELD_TYPE.DATE:
@@ -172,7 +172,7 @@ def _reader(column, i: int, scope: dict) -> list[str] | None:
     return None  # JSON (MySQL's binary form), the pre-5.6 temporal types, anything rarer: the library's way
 
 
-def _length(i: int, size: int) -> list[str]:
+def _length(size: int) -> list[str]:
     if size == 1:
         return ["n = data[o]", "o += 1"]
     return [f"n = int.from_bytes(data[o:o + {size}], 'little')", f"o += {size}"]
@@ -188,8 +188,8 @@ def _string(column, i: int, size: int, scope: dict) -> list[str]:
     try:
         codecs.lookup(encoding)
     except LookupError:
-        return [*_length(i, size), f"v{i} = data[o:o + n] or ''", "o += n"]
-    return [*_length(i, size), f"v{i} = data[o:o + n].decode({encoding!r})", "o += n"]
+        return [*_length(size), f"v{i} = data[o:o + n] or ''", "o += n"]
+    return [*_length(size), f"v{i} = data[o:o + n].decode({encoding!r})", "o += n"]
 
 
 def _fsp_bytes(fsp: int) -> int:
