@@ -67,8 +67,8 @@ def main() -> int:
         before = max(n / s for n, s in (read(url, schema, start, end) for _ in range(args.repeat)))
     finally:
         stop_servers(base / "servers")
-    print(f"{os.cpu_count()} CPUs; cdc_assets in {Path(cdc_assets.__file__).parent}; backlog of {args.changes // 2 * 2:,} "
-          f"changes ({bench.SHAPE.format(ts='DATETIME(6)')}); best of {args.repeat}")
+    print(f"{os.cpu_count()} CPUs; cdc_assets in {Path(cdc_assets.__file__).parent}; backlog of "
+          f"{args.changes // 2 * 2:,} changes ({bench.SHAPE.format(ts='DATETIME(6)')}); best of {args.repeat}")
     print(f"pymysqlreplication, every row decoded:             {raw:>9,.0f} rows/s")
     print(f"BinlogReader, library decode + normalisation:      {before:>9,.0f} changes/s")
     print(f"BinlogReader, specialised row decoder:             {ours:>9,.0f} changes/s "

@@ -82,7 +82,8 @@ def test_an_insert_is_never_partial():
 
 def test_compaction_keeps_tables_apart_counts_their_changes_and_drops_excluded_columns():
     other = TableId("shop", "u")
-    narrow = TableSchema(other, (Column("k", Kind.INT, "int"), Column("v", Kind.INT, "int")), ("k",), excluded=("secret",))
+    narrow = TableSchema(other, (Column("k", Kind.INT, "int"), Column("v", Kind.INT, "int")), ("k",),
+                         excluded=("secret",))
     net = compact([
         change(Op.INSERT, 1, {"id": 1, "a": "x", "b": 1}),
         RowChange(other, Op.INSERT, (1,), {"k": 1, "v": 1, "secret": "s"}),

@@ -21,8 +21,8 @@ IMAGES = 400
 
 
 def column(name: str, type_: int, **meta) -> Column:
-    return Column(type=type_, name=name, unsigned=meta.pop("unsigned", False), character_set_name=meta.pop("charset", None),
-                  enum_values=meta.pop("enum_values", None), set_values=meta.pop("set_values", None), **meta)
+    return Column(type=type_, name=name, unsigned=meta.pop("unsigned", False),
+                  character_set_name=meta.pop("charset", None), enum_values=meta.pop("enum_values", None), set_values=meta.pop("set_values", None), **meta)
 
 
 def library_images(columns: list[Column], data: bytes) -> list[dict]:
@@ -130,7 +130,8 @@ def test_decimals_of_every_shape_read_as_the_library_reads_them(precision):
         for c in columns:
             digits = "".join(rng.choice("0123456789") for _ in range(rng.choice([1, c.precision])))[-c.precision:]
             digits = digits.rjust(c.precision, "0")
-            text = f"{'-' if rng.random() < 0.5 else ''}{digits[:c.precision - c.decimals]}.{digits[c.precision - c.decimals:]}"
+            cut = c.precision - c.decimals
+            text = f"{'-' if rng.random() < 0.5 else ''}{digits[:cut]}.{digits[cut:]}"
             row.append(decimal_bytes(c.precision, c.decimals, text))
         rows.append(row)
     data = b"".join(image(columns, r) for r in rows)
