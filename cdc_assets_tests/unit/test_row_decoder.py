@@ -22,7 +22,8 @@ IMAGES = 400
 
 def column(name: str, type_: int, **meta) -> Column:
     return Column(type=type_, name=name, unsigned=meta.pop("unsigned", False),
-                  character_set_name=meta.pop("charset", None), enum_values=meta.pop("enum_values", None), set_values=meta.pop("set_values", None), **meta)
+                  character_set_name=meta.pop("charset", None), enum_values=meta.pop("enum_values", None),
+                  set_values=meta.pop("set_values", None), **meta)
 
 
 def library_images(columns: list[Column], data: bytes) -> list[dict]:
