@@ -64,6 +64,7 @@ class TableChanges:
     partial: dict[tuple, dict] = field(default_factory=dict)  # key -> some columns (the key among them)
     deletes: set[tuple] = field(default_factory=set)
     moves: dict[tuple, Move] = field(default_factory=dict)  # new key -> where its row comes from
+    events: int = 0  # the changes folded in
     # The table's largest split high watermark while the log replays changes the snapshot may already hold
     # (at-least-once from the minimum low watermark): a move at or before it whose two keys the target lacks
     # was superseded by what the snapshot read later (a later change or delete of the new key), not lost.
@@ -116,38 +117,63 @@ class TableChanges:
 def compact(changes: list[RowChange], schemas: dict[TableId, TableSchema]) -> dict[TableId, TableChanges]:
     """Fold changes in log order into one action per key; the result applied at once equals the changes applied
     one by one. An update that moves a row to another key deletes the old key; when its new image lacks columns
-    the new key's row is a move from the old one."""
+    the new key's row is a move from the old one. Images are kept as the changes hold them (never mutated)."""
     out: dict[TableId, TableChanges] = {}
+    shapes: dict[TableId, _Shape] = {}
+    table, net, shape = None, None, None
     for change in changes:
-        net = out.get(change.table)
-        if net is None:
-            net = out[change.table] = TableChanges(change.table)
+        if change.table is not table:  # consecutive changes mostly share their table: look it up once
+            table = change.table
+            net = out.get(table)
+            if net is None:
+                net = out[table] = TableChanges(table)
+            shape = shapes.get(table)
+            if shape is None:
+                shape = shapes[table] = _Shape(schemas[table])
+        net.events += 1
         if change.op is Op.DELETE:
             net.delete(change.key)
             continue
-        schema = schemas[change.table]
-        after = {n: v for n, v in change.after.items() if n not in schema.excluded}  # source.exclude_columns
-        missing = [c.name for c in schema.columns if c.name not in after]
-        if change.op is Op.INSERT and missing:
+        after = change.after
+        if shape.excluded:  # source.exclude_columns
+            after = {n: v for n, v in after.items() if n not in shape.excluded}
+        full = after.keys() >= shape.names
+        if change.op is Op.INSERT and not full:
             raise ShortInsert(
                 f"an INSERT into {change.table} at {change.position} carries no value for column(s) "
-                f"{', '.join(missing)} of the table as recorded: the source table no longer has them",
+                f"{', '.join(shape.missing(after))} of the table as recorded: the source table no longer has them",
                 f"restore the column(s) on the source, or {REPLAN_HINT}")
         if change.op is Op.UPDATE and change.before is not None:
-            old = old_key(change.before, schema.primary_key)
+            old = old_key(change.before, shape.key)
             if old is not None and old != change.key:
-                if missing:
+                if not full:
                     net.move(old, change.key, after, change.position)
                     continue
                 net.delete(old)
-        net.put(change.key, after, not missing)
+        net.put(change.key, after, full)
     return out
 
 
+class _Shape:
+    """What compaction asks of a table's schema for every change, worked out once per batch."""
+
+    def __init__(self, schema: TableSchema) -> None:
+        self.names = frozenset(c.name for c in schema.columns)
+        self.excluded = frozenset(schema.excluded)
+        self.key = schema.primary_key
+        self._columns = [c.name for c in schema.columns]
+
+    def missing(self, image: dict) -> list[str]:
+        return [n for n in self._columns if n not in image]
+
+
 def old_key(before: dict, key_columns: tuple[str, ...]) -> tuple | None:
+    if len(key_columns) == 1:
+        k = key_columns[0]
+        return (before[k],) if k in before else None
     if not all(k in before for k in key_columns):
         return None
-    return tuple(before[k] for k in key_columns)
+    return tuple([before[k] for k in key_columns])
 
 
 def split_key_change(change: RowChange, key_columns: tuple[str, ...]) -> list[RowChange]:

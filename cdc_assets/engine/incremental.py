@@ -563,8 +563,8 @@ class _Lane:
         if self.pacer is not None:
             self.pacer.count(changes)
         tally.rows += sum(tc.size for tc in net.values())
-        for c in changes:
-            tally.per_table[str(c.table)] = tally.per_table.get(str(c.table), 0) + 1
+        for table, table_changes in net.items():
+            tally.per_table[str(table)] = tally.per_table.get(str(table), 0) + table_changes.events
 
     def _applied(self, tally: Tally, transactions: int, commit_time: float | None, target_secs: float) -> None:
         report = self.report

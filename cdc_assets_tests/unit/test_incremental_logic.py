@@ -80,6 +80,22 @@ def test_an_insert_is_never_partial():
         compact([change(Op.INSERT, 1, {"id": 1, "b": 1})], {T: SCHEMA})
 
 
+def test_compaction_keeps_tables_apart_counts_their_changes_and_drops_excluded_columns():
+    other = TableId("shop", "u")
+    narrow = TableSchema(other, (Column("k", Kind.INT, "int"), Column("v", Kind.INT, "int")), ("k",),
+                         excluded=("secret",))
+    net = compact([
+        change(Op.INSERT, 1, {"id": 1, "a": "x", "b": 1}),
+        RowChange(other, Op.INSERT, (1,), {"k": 1, "v": 1, "secret": "s"}),
+        change(Op.UPDATE, 1, {"id": 1, "a": "y", "b": 2, "extra": 0}, {"id": 1, "a": "x", "b": 1}),  # a full image
+        RowChange(TableId("shop", "u"), Op.UPDATE, (1,), {"k": 1, "secret": "t"}),  # an equal TableId, not the same
+        change(Op.DELETE, 2, None, {"id": 2}),
+    ], {T: SCHEMA, other: narrow})
+    assert net[T].rows == {(1,): {"id": 1, "a": "y", "b": 2, "extra": 0}} and net[T].deletes == {(2,)}
+    assert net[other].rows == {(1,): {"k": 1, "v": 1}} and net[other].partial == {}  # merged into the full row
+    assert (net[T].events, net[other].events) == (3, 2)
+
+
 def test_split_high_watermarks_decide_what_the_snapshot_holds():
     plan = SplitPlan(T, "id", "int", (100, 200), (1, 1, 1), "now")
     highs = {0: MysqlPosition("b.000001", 500), 1: MysqlPosition("b.000001", 900), 2: MysqlPosition("b.000002", 10)}

@@ -16,6 +16,7 @@ from cdc_assets.errors import SourceSetupError
 from cdc_assets.sources.mysql.assembly import Assembler
 from cdc_assets.sources.mysql.stream import BOUNDARY_EVENTS, READER_EVENTS, open_stream
 from cdc_assets.sources.mysql.partial_json import Cell, Member, parse_path
+from cdc_assets.sources.mysql.row_decoder import RowDecoders
 from cdc_assets_tests import binlog_wire as w
 
 TABLE = TableId("shop", "docs")
@@ -266,3 +267,34 @@ def test_a_logged_column_the_schema_lacks_never_reaches_the_target_nor_shifts_va
     insert, update = out[0].changes
     assert insert.after == {"id": 1, "n": 5, "doc": "[]"}  # main: '!hidden!idx!0!0' rode along
     assert update.before == {"id": 1, "n": 5, "doc": "[]"} and update.after == {"id": 1, "n": 6, "doc": "[]"}
+
+
+def test_rows_inside_a_compressed_transaction_are_read_by_the_specialised_decoder_as_the_library_reads_them(
+        monkeypatch):
+    """A table without MySQL's binary JSON takes the specialised row decoder (sources/mysql/row_decoder.py), also
+    for the inner events of a payload, whose packets end in a stand-in for the checksum they lack."""
+    cols = [w.INT("id"), w.INT("n", nullable=True)]
+    schema = TableSchema(TABLE, SCHEMA.columns[:2], ("id",))
+    log = w.Binlog()
+    log.add(w.GTID, w.gtid(4))
+    ints = w.table_map(TABLE_ID, "shop", "docs", cols, pk=[0])
+    log.add(w.TRANSACTION_PAYLOAD, w.transaction_payload([
+        begin(), inner(w.TABLE_MAP, ints),
+        inner(w.WRITE_ROWS, w.rows_event(TABLE_ID, cols, [w.row(cols, [1, 10]), w.row(cols, [2, None])])),
+        inner(w.UPDATE_ROWS, w.rows_event(TABLE_ID, cols, [w.row(cols, [1, 10]), w.row(cols, [1, -11])],
+                                          two_bitmaps=True)),
+        inner(w.DELETE_ROWS, w.rows_event(TABLE_ID, cols, [w.row(cols, [2, None])])),
+        inner(w.XID, w.xid(4))]))
+    decoded = []
+    fast_rows, fast_pairs = RowDecoders.rows, RowDecoders.pairs
+    monkeypatch.setattr(RowDecoders, "rows", lambda *a: decoded.append(fast_rows(*a)) or decoded[-1])
+    monkeypatch.setattr(RowDecoders, "pairs", lambda *a: decoded.append(fast_pairs(*a)) or decoded[-1])
+    fast, _ = read(log.events, schemas={TABLE: schema})
+    monkeypatch.setattr(RowDecoders, "rows", lambda *a: None)
+    monkeypatch.setattr(RowDecoders, "pairs", lambda *a: None)
+    library, _ = read(log.events, schemas={TABLE: schema})
+    assert len(decoded) == 3 and all(images is not None for images in decoded)
+    assert [(c.op, c.key, c.after, c.before) for c in fast[0].changes] == [
+        (Op.INSERT, (1,), {"id": 1, "n": 10}, None), (Op.INSERT, (2,), {"id": 2, "n": None}, None),
+        (Op.UPDATE, (1,), {"id": 1, "n": -11}, {"id": 1, "n": 10}), (Op.DELETE, (2,), None, {"id": 2, "n": None})]
+    assert fast == library

@@ -18,6 +18,7 @@ from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.errors import REPLAN_HINT, SourceSetupError, UnreachableError
 from cdc_assets.sources.mysql.ddl import classify, ddl_tables
 from cdc_assets.sources.mysql.partial_json import JsonDiffError, resolve_partial_json
+from cdc_assets.sources.mysql.row_decoder import RowDecoders
 from cdc_assets.sources.mysql.transaction_payload import TransactionPayloadEvent
 from cdc_assets.sources.mysql.values import converters, described, normalise_image
 
@@ -42,6 +43,9 @@ _XA_OUTCOME = re.compile(r"XA\s+(?P<outcome>COMMIT|ROLLBACK)\s+X'(?P<gtrid>[0-9A
 
 XaId = tuple[bytes, bytes, int]  # gtrid, bqual, formatID
 XaLookup = Callable[[XaId, MysqlPosition], list[RowChange]]
+
+
+_WHOLE: dict = {}  # the none_sources of a whole row image: no column missing (never written to)
 
 
 def _xa_id(event: XAPrepareEvent) -> XaId:
@@ -92,6 +96,7 @@ class Assembler:
         self.xa = False  # the current group is an XA transaction's: held whole until its outcome
         self._convs = {table: converters(schema) for table, schema in schemas.items()}
         self._names = {table: frozenset(c.name for c in schema.columns) for table, schema in schemas.items()}
+        self._decoders = RowDecoders(self._names, self._convs)
         self._handlers = {
             WriteRowsEvent: self._insert, UpdateRowsEvent: self._update, PartialUpdateRowsEvent: self._update,
             DeleteRowsEvent: self._delete, XidEvent: self._xid, QueryEvent: self._query,
@@ -220,32 +225,49 @@ class Assembler:
     def _insert(self, event: WriteRowsEvent) -> None:
         if found := self._rows(event):
             table, schema, convs, pos = found
-            for row in event.rows:
-                after = normalise_image(described(row["values"], self._names[table]), row["none_sources"], convs)
+            for after, nones in self._images(event, table, convs):
                 key = _key(schema, after)
-                self._require_whole(table, row["none_sources"], pos, f"an insert of key {key}")
+                if nones:
+                    self._require_whole(table, nones, pos, f"an insert of key {key}")
                 self.changes.append(RowChange(table, Op.INSERT, key, after, None, pos))
 
     def _update(self, event: UpdateRowsEvent) -> None:
         if found := self._rows(event):
             table, schema, convs, pos = found
-            names = self._names[table]
-            for row in self._whole_json(event, table, pos):
-                before = normalise_image(described(row["before_values"], names), row["before_none_sources"], convs)
-                after = normalise_image(described(row["after_values"], names), row["after_none_sources"], convs)
+            for before, after, after_nones in self._pairs(event, table, convs, pos):
                 # MINIMAL leaves unchanged key columns out of the after image; the before image has the key.
-                after = {**{k: before[k] for k in schema.primary_key if k not in after}, **after}
+                if after_nones and any(k not in after for k in schema.primary_key):
+                    after = {**{k: before[k] for k in schema.primary_key if k not in after}, **after}
                 key, old = _key(schema, after), _key(schema, before)
-                if key != old:  # a partial row can update its key's row, not make one at another key
-                    self._require_whole(table, row["after_none_sources"], pos, f"an update moving key {old} to {key}")
+                if key != old and after_nones:  # a partial row can update its key's row, not make one at another key
+                    self._require_whole(table, after_nones, pos, f"an update moving key {old} to {key}")
                 self.changes.append(RowChange(table, Op.UPDATE, key, after, before, pos))
 
     def _delete(self, event: DeleteRowsEvent) -> None:
         if found := self._rows(event):
             table, schema, convs, pos = found
-            for row in event.rows:
-                before = normalise_image(described(row["values"], self._names[table]), row["none_sources"], convs)
+            for before, _ in self._images(event, table, convs):
                 self.changes.append(RowChange(table, Op.DELETE, _key(schema, before), None, before, pos))
+
+    def _images(self, event: WriteRowsEvent | DeleteRowsEvent, table: TableId, convs: dict) -> list[tuple[dict, dict]]:
+        """The event's row images normalised, each with the library's none_sources (empty: the image is whole)."""
+        fast = self._decoders.rows(event, table)
+        if fast is not None:
+            return [(image, _WHOLE) for image in fast]
+        names = self._names[table]
+        return [(normalise_image(described(row["values"], names), row["none_sources"], convs), row["none_sources"])
+                for row in event.rows]
+
+    def _pairs(self, event: UpdateRowsEvent, table: TableId, convs: dict, pos: MysqlPosition
+               ) -> list[tuple[dict, dict, dict]]:
+        """(before, after, after's none_sources) per row of an update, normalised."""
+        fast = self._decoders.pairs(event, table)
+        if fast is not None:
+            return [(before, after, _WHOLE) for before, after in fast]
+        names = self._names[table]
+        return [(normalise_image(described(row["before_values"], names), row["before_none_sources"], convs),
+                 normalise_image(described(row["after_values"], names), row["after_none_sources"], convs),
+                 row["after_none_sources"]) for row in self._whole_json(event, table, pos)]
 
     def _whole_json(self, event: UpdateRowsEvent, table: TableId, pos: MysqlPosition) -> list[dict]:
         """The event's rows, with each partial JSON value (binlog_row_value_options=PARTIAL_JSON) rebuilt from
@@ -269,4 +291,5 @@ class Assembler:
 
 
 def _key(schema: TableSchema, image: dict) -> tuple:
-    return tuple(image[k] for k in schema.primary_key)
+    key = schema.primary_key
+    return (image[key[0]],) if len(key) == 1 else tuple([image[k] for k in key])
