@@ -1,6 +1,7 @@
 """PostgreSQL as a target: type mapping, staging (UNLOGGED), and applying rows as delete by key, then insert."""
 from __future__ import annotations
 
+from decimal import Decimal
 from functools import cached_property
 from typing import Any, Callable
 
@@ -12,6 +13,7 @@ from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.dbapi.connect import postgres_args
 from cdc_assets.errors import NulInText, TableError
 from cdc_assets.sinks.base import Moves, SqlSink
+from cdc_assets.sinks.copy_rows import COPY_MIN_ROWS, NotCopied, column_renderer, copy_lines, stage
 
 PAGE_ROWS = 5000  # rows per statement
 PAGE_BYTES = 64 << 20  # rough text size per statement: far below PostgreSQL's 1 GB limit on one message
@@ -101,14 +103,17 @@ class PostgresSink(SqlSink):
         match = " AND ".join(f"t.{self.q(k)} = v.{self.q(k)}" for k in key)
         moves = self.plan_moves(cursor, schema, changes)
         gone = [*changes.deletes, *changes.rows, *moves.copies]
-        if gone:
-            cols, template = values(key)
-            _execute(cursor, f"DELETE FROM {table} AS t USING (VALUES %s) AS v({cols}) WHERE {match}", gone, template)
-        if changes.rows:
-            names = [c.name for c in schema.columns]
-            cols, template = values(names)
-            rows = [tuple(param(n, row.get(n)) for n in names) for row in changes.rows.values()]
-            _execute(cursor, f"INSERT INTO {table} ({cols}) VALUES %s", rows, template)
+        names = [c.name for c in schema.columns]
+        rows = [tuple(param(n, row.get(n)) for n in names) for row in changes.rows.values()]
+        others = [*changes.deletes, *moves.copies]
+        if len(gone) < COPY_MIN_ROWS or not self._copy_rows(cursor, table, key, names, types, others, rows):
+            if gone:
+                cols, template = values(key)
+                _execute(cursor, f"DELETE FROM {table} AS t USING (VALUES %s) AS v({cols}) WHERE {match}", gone,
+                         template)
+            if rows:
+                cols, template = values(names)
+                _execute(cursor, f"INSERT INTO {table} ({cols}) VALUES %s", rows, template)
         if moves.copies:
             self._insert_copies(cursor, schema, moves, values)
         for names, rows in _by_columns({**changes.partial, **moves.updates}, key, param).items():
@@ -116,6 +121,28 @@ class PostgresSink(SqlSink):
             sets = ", ".join(f"{self.q(n)} = v.{self.q(n)}" for n in names if n not in key)
             _execute(cursor, f"UPDATE {table} AS t SET {sets} FROM (VALUES %s) AS v({cols}) WHERE {match}", rows,
                      template)
+
+    def _copy_rows(self, cursor, table: str, key: tuple[str, ...], names: list[str], types: dict[str, str],
+                   others: list[tuple], rows: list[tuple]) -> bool:
+        """Delete the keys of `rows` and `others`, then insert `rows`, through temporary tables filled by COPY
+        (see copy_rows.py); False, with nothing done, when a value cannot go through COPY text."""
+        try:
+            rows_text = copy_lines(rows, [column_renderer(types[n]) for n in names])
+            others_text = copy_lines(others, [column_renderer(types[k]) for k in key])
+        except NotCopied:
+            return False
+        cast = lambda n: f"CAST(v.{self.q(n)} AS {types[n]})"  # noqa: E731 - as the VALUES template casts
+        match = " AND ".join(f"t.{self.q(k)} = {cast(k)}" for k in key)
+        staged = [(name, columns, text) for name, columns, text in
+                  (("_cdc_rows", names, rows_text), ("_cdc_gone", key, others_text)) if text]
+        for name, columns, text in staged:
+            stage(cursor, name, [self.q(n) for n in columns], text)
+            cursor.execute(f"DELETE FROM {table} AS t USING {name} AS v WHERE {match}")
+        if rows:
+            cursor.execute(f"INSERT INTO {table} ({', '.join(self.q(n) for n in names)}) "
+                           f"SELECT {', '.join(cast(n) for n in names)} FROM _cdc_rows AS v")
+        cursor.execute(f"DROP TABLE {', '.join(name for name, _, _ in staged)}")  # a batch may hold more tables
+        return True
 
     def target_row(self, cursor, schema: TableSchema, key: tuple) -> tuple | None:
         # As text: every PostgreSQL type reads back exactly through its text form and the `%s::type` casts.
@@ -234,5 +261,10 @@ def _log_values(schema: TableSchema, types: dict[str, str]) -> Callable[[str, An
 
 def _param(value):
     """A float as its shortest exact text: psycopg2 renders -0.0 as the numeric literal -0.0, whose sign the
-    cast to real/double then loses (numeric has no negative zero)."""
-    return repr(value) if isinstance(value, float) else value
+    cast to real/double then loses (numeric has no negative zero). A Decimal infinity as its text: psycopg2
+    renders every non-finite Decimal as 'NaN'."""
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, Decimal) and value.is_infinite():
+        return str(value)
+    return value
