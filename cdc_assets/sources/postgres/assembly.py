@@ -10,7 +10,9 @@ Facts this relies on (PostgreSQL 15 "Logical Decoding", "Logical Replication Mes
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from cdc_assets.core.events import Op, RowChange, SchemaChange, Transaction, TransactionPart
 from cdc_assets.core.positions import PgPosition
@@ -19,7 +21,7 @@ from cdc_assets.errors import SourceSetupError
 from cdc_assets.sources.postgres import pgoutput
 from cdc_assets.sources.postgres.catalog import Catalog
 from cdc_assets.sources.postgres.drift import Shape, drift, recorded_shape, relation_shape
-from cdc_assets.sources.postgres.values import Caster, caster
+from cdc_assets.sources.postgres.values import converter
 
 
 @dataclass(frozen=True)
@@ -28,19 +30,23 @@ class _Relation:
 
     message: pgoutput.Relation
     table: TableId
-    casters: tuple[Caster, ...]
+    names: tuple[str, ...]
+    converters: tuple[Callable[[str], Any] | None, ...]  # None: the value is its text
 
-    def image(self, values: tuple, cursor, key_only: bool = False, old: tuple | None = None) -> dict:
+    def image(self, values: tuple, key_only: bool = False, old: tuple | None = None) -> dict:
         """Column name -> value. Unchanged TOASTed values are left out unless `old` (a full old row) has them."""
+        if not key_only and old is None and pgoutput.UNCHANGED not in values:  # a whole row: most changes
+            return {name: value if convert is None or value.__class__ is not str else convert(value)
+                    for name, convert, value in zip(self.names, self.converters, values)}
         row = {}
-        for i, (column, cast, value) in enumerate(zip(self.message.columns, self.casters, values)):
+        for i, (column, convert, value) in enumerate(zip(self.message.columns, self.converters, values)):
             if key_only and not column.is_key:
                 continue
             if value is pgoutput.UNCHANGED and old is not None:
                 value = old[i]
             if value is pgoutput.UNCHANGED:
                 continue
-            row[column.name] = value if value is None or isinstance(value, bytes) else cast(value, cursor)
+            row[column.name] = value if convert is None or value.__class__ is not str else convert(value)
         return row
 
 
@@ -116,8 +122,9 @@ class Assembler:
         return [Transaction(changes, end, message.commit_time.timestamp(), self.begin.xid)]
 
     def _relation(self, message: pgoutput.Relation) -> list:
-        casters = tuple(caster(self.catalog.base_type(c.type_oid)) for c in message.columns)
-        self.relations[message.relation_id] = _Relation(message, self._table_of(message), casters)
+        converters = tuple(converter(self.catalog.base_type(c.type_oid), self.cursor) for c in message.columns)
+        self.relations[message.relation_id] = _Relation(message, self._table_of(message),
+                                                        tuple(c.name for c in message.columns), converters)
         self.unchecked.add(message.relation_id)
         return []
 
@@ -160,23 +167,23 @@ class Assembler:
     def _insert(self, message: pgoutput.Insert) -> list:
         relation, changed = self._captured(message.relation_id)
         if relation:
-            after = relation.image(message.new, self.cursor)
+            after = relation.image(message.new)
             self._add(relation.table, Op.INSERT, after, None)
         return changed
 
     def _update(self, message: pgoutput.Update) -> list:
         relation, changed = self._captured(message.relation_id)
         if relation:
-            before = None if message.old is None else relation.image(message.old, self.cursor, message.old_is_key)
+            before = None if message.old is None else relation.image(message.old, message.old_is_key)
             full_old = None if message.old_is_key else message.old
-            after = relation.image(message.new, self.cursor, old=full_old)
+            after = relation.image(message.new, old=full_old)
             self._add(relation.table, Op.UPDATE, after, before)
         return changed
 
     def _delete(self, message: pgoutput.Delete) -> list:
         relation, changed = self._captured(message.relation_id)
         if relation:
-            before = relation.image(message.old, self.cursor, message.old_is_key)
+            before = relation.image(message.old, message.old_is_key)
             self._add(relation.table, Op.DELETE, None, before)
         return changed
 
