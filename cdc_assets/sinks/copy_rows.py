@@ -7,7 +7,7 @@ COPY text format (PostgreSQL 15 docs, "COPY", "Text Format"): one line per row, 
 NULL as \\N, and a backslash, newline, carriage return or tab inside a value escaped as \\\\, \\n, \\r, \\t.
 
 A value is rendered as the text whose cast to the column's type gives what the VALUES path gives: the text of
-a string, an int, a Decimal, a date or time (ISO 8601, as psycopg2 quotes them), bytes as bytea's hex text,
+a string, an int, a float (its shortest exact text, as the sink's `_param`), a Decimal, a date or time (ISO 8601, as psycopg2 quotes them), bytes as bytea's hex text,
 a timedelta as psycopg2's interval text, a list as an array literal of those, every element quoted. A bool or an
 int goes into a boolean column as 't' or 'f' (an int's cast to boolean is "not zero"). Anything else (an int
 for a bit string, a bool for another type, a type not listed) raises `NotCopied`: the caller applies that batch
@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 COPY_MIN_ROWS = 200  # smaller batches: VALUES statements (a temporary table costs catalog writes per batch)
 _BOOLEAN = ("boolean", "bool")
@@ -53,15 +53,20 @@ def _iso(value) -> str:
 
 # By exact type: subclasses are looked up by isinstance in `_text`.
 _TEXT: dict[type, Callable[[Any], str]] = {
-    str: str, int: str, Decimal: _decimal, datetime: _iso, date: _iso, time: _iso, timedelta: _interval,
+    str: str, int: str, float: repr, Decimal: _decimal, datetime: _iso, date: _iso, time: _iso, timedelta: _interval,
     bytes: _bytes, bytearray: _bytes, memoryview: _bytes,
 }
 
+# Types whose text holds no character COPY escapes: rendered without the escaping pass.
+_PLAIN = {kind: _TEXT[kind] for kind in (float, Decimal, datetime, date, time, timedelta)}
 
-def column_renderer(type_sql: str) -> Callable[[Any], str]:
-    """How a value of a column of type `type_sql` becomes its COPY text (raises NotCopied)."""
+
+def column_renderer(type_sql: str, before: Callable[[Any], Any] | None = None) -> Callable[[Any], str]:
+    """How a value of a column of type `type_sql` (first converted by `before`, if given) becomes its COPY text.
+    The renderer raises NotCopied."""
     base = type_sql.removesuffix("[]").removesuffix("[]")
     boolean, bits = base in _BOOLEAN, base.startswith("bit")
+    plain_ints = not boolean and not bits
 
     def text(value: Any) -> str:
         kind = type(value)
@@ -81,7 +86,25 @@ def column_renderer(type_sql: str) -> Callable[[Any], str]:
                 return convert(value)
         raise NotCopied(f"a {kind.__name__} value for a {type_sql} column")
 
-    return lambda value: "\\N" if value is None else _escaped(text(value))
+    def render(value: Any) -> str:
+        # Strings and ints first, without a call: most values of most rows.
+        if value is None:
+            return "\\N"
+        kind = value.__class__
+        if kind is str:
+            if "\\" in value or "\n" in value or "\r" in value or "\t" in value:
+                return value.translate(_ESCAPES)
+            return value
+        if kind is int:
+            if plain_ints:
+                return str(value)
+        elif (convert := _PLAIN.get(kind)) is not None:
+            return convert(value)
+        return _escaped(text(value))
+
+    if before is None:
+        return render
+    return lambda value: render(before(value))
 
 
 def _array(values: list, text: Callable[[Any], str]) -> str:
@@ -98,12 +121,12 @@ def _array(values: list, text: Callable[[Any], str]) -> str:
     return "{" + ",".join(items) + "}"
 
 
-def copy_lines(rows: list[tuple], renderers: list[Callable[[Any], str]]) -> bytes:
-    """The COPY text of `rows` (UTF-8). Raises NotCopied."""
+def copy_lines(rows: Iterable[Iterable], renderers: list[Callable[[Any], str]]) -> bytes:
+    """The COPY text of `rows` (UTF-8), each row's values rendered by `renderers` in order. Raises NotCopied."""
     out = io.StringIO()
     write = out.write
     for row in rows:
-        write("\t".join([render(v) for render, v in zip(renderers, row)]))
+        write("\t".join([render(value) for render, value in zip(renderers, row)]))
         write("\n")
     return out.getvalue().encode("utf-8")
 
