@@ -126,7 +126,9 @@ def compact(changes: list[RowChange], schemas: dict[TableId, TableSchema]) -> di
             net.delete(change.key)
             continue
         schema = schemas[change.table]
-        after = {n: v for n, v in change.after.items() if n not in schema.excluded}  # source.exclude_columns
+        after = change.after
+        if schema.excluded:  # source.exclude_columns
+            after = {n: v for n, v in after.items() if n not in schema.excluded}
         missing = [c.name for c in schema.columns if c.name not in after]
         if change.op is Op.INSERT and missing:
             raise ShortInsert(
