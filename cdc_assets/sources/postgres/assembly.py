@@ -32,6 +32,7 @@ class _Relation:
     table: TableId
     names: tuple[str, ...]
     converters: tuple[Callable[[str], Any] | None, ...]  # None: the value is its text
+    key: tuple[str, ...] | None  # the captured table's key columns; None: not captured
 
     def image(self, values: tuple, key_only: bool = False, old: tuple | None = None) -> dict:
         """Column name -> value. Unchanged TOASTed values are left out unless `old` (a full old row) has them."""
@@ -123,8 +124,10 @@ class Assembler:
 
     def _relation(self, message: pgoutput.Relation) -> list:
         converters = tuple(converter(self.catalog.base_type(c.type_oid), self.cursor) for c in message.columns)
-        self.relations[message.relation_id] = _Relation(message, self._table_of(message),
-                                                        tuple(c.name for c in message.columns), converters)
+        table = self._table_of(message)
+        schema = self.schemas.get(table)
+        self.relations[message.relation_id] = _Relation(message, table, tuple(c.name for c in message.columns),
+                                                        converters, schema and schema.primary_key)
         self.unchecked.add(message.relation_id)
         return []
 
@@ -160,7 +163,7 @@ class Assembler:
     def _captured(self, relation_id: int) -> tuple[_Relation | None, list[SchemaChange]]:
         """The relation of a change to apply, if captured, and how its definition changed."""
         relation = self.relations[relation_id]  # pgoutput sends a Relation before the first change of each
-        if self.replayed or relation.table not in self.schemas:
+        if self.replayed or relation.key is None:
             return None, []
         return relation, self._check(relation_id, relation) if relation_id in self.unchecked else []
 
@@ -168,7 +171,7 @@ class Assembler:
         relation, changed = self._captured(message.relation_id)
         if relation:
             after = relation.image(message.new)
-            self._add(relation.table, Op.INSERT, after, None)
+            self._add(relation, Op.INSERT, after, None)
         return changed
 
     def _update(self, message: pgoutput.Update) -> list:
@@ -177,23 +180,26 @@ class Assembler:
             before = None if message.old is None else relation.image(message.old, message.old_is_key)
             full_old = None if message.old_is_key else message.old
             after = relation.image(message.new, old=full_old)
-            self._add(relation.table, Op.UPDATE, after, before)
+            self._add(relation, Op.UPDATE, after, before)
         return changed
 
     def _delete(self, message: pgoutput.Delete) -> list:
         relation, changed = self._captured(message.relation_id)
         if relation:
             before = relation.image(message.old, message.old_is_key)
-            self._add(relation.table, Op.DELETE, None, before)
+            self._add(relation, Op.DELETE, None, before)
         return changed
 
-    def _add(self, table: TableId, op: Op, after: dict | None, before: dict | None) -> None:
-        values = {**(before or {}), **(after or {})}  # the new key wins; the old one fills unsent columns
-        key_columns = self.schemas[table].primary_key
-        missing = [k for k in key_columns if k not in values]
-        if missing:
+    def _add(self, relation: _Relation, op: Op, after: dict | None, before: dict | None) -> None:
+        # The new key wins; the old one fills unsent columns.
+        values = after if before is None else before if after is None else {**before, **after}
+        table, key_columns = relation.table, relation.key
+        try:
+            key = tuple([values[k] for k in key_columns])
+        except KeyError:
+            missing = [k for k in key_columns if k not in values]
             raise SourceSetupError(
                 f"the log carries no value for key column(s) {', '.join(missing)} of {table} in a {op.value}",
                 f"make the key the replica identity: ALTER TABLE {table} REPLICA IDENTITY USING INDEX <unique index "
-                f"on ({', '.join(key_columns)})>, or REPLICA IDENTITY FULL")
-        self.pending.append((table, op, tuple(values[k] for k in key_columns), after, before))
+                f"on ({', '.join(key_columns)})>, or REPLICA IDENTITY FULL") from None
+        self.pending.append((table, op, key, after, before))
