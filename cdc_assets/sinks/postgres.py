@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from functools import cached_property, partial
+from itertools import repeat
 from typing import Any, Callable
 
 from psycopg2.extras import execute_values
@@ -13,7 +14,7 @@ from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.dbapi.connect import postgres_args
 from cdc_assets.errors import NulInText, TableError
 from cdc_assets.sinks.base import Moves, SqlSink
-from cdc_assets.sinks.copy_rows import COPY_MIN_ROWS, NotCopied, column_renderer, copy_lines, stage
+from cdc_assets.sinks.copy_rows import COPY_MIN_ROWS, NotCopied, column_renderer, copy_columns, copy_lines, stage
 
 PAGE_ROWS = 5000  # rows per statement
 PAGE_BYTES = 64 << 20  # rough text size per statement: far below PostgreSQL's 1 GB limit on one message
@@ -134,7 +135,8 @@ class PostgresSink(SqlSink):
         geometry = {c.name for c in schema.columns if c.kind == Kind.GEOMETRY}  # the only columns `param` converts
         renderers = [column_renderer(types[n], partial(param, n) if n in geometry else None) for n in names]
         try:
-            rows_text = copy_lines(([row.get(n) for n in names] for row in rows.values()), renderers)
+            full = list(rows.values())
+            rows_text = copy_columns([list(map(dict.get, full, repeat(n))) for n in names], renderers)
             others_text = copy_lines(others, [column_renderer(types[k]) for k in key])
         except NotCopied:
             return False
