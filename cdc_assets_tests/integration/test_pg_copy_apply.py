@@ -1,6 +1,7 @@
 """A large log batch reaches a PostgreSQL target through COPY (sinks/copy_rows.py): full rows replace the rows under
 their keys, deleted keys go, and the table ends as the VALUES statements leave it, whether or not the target table
-has a unique index INSERT ... ON CONFLICT can use, and for a table whose columns are all key."""
+has a unique index INSERT ... ON CONFLICT can use, and for a table whose columns are all key. Rows of one batch
+that swap the values of another unique column still apply (DELETE + INSERT then, not ON CONFLICT)."""
 import pytest
 
 from cdc_assets.core.batches import TableChanges
@@ -61,7 +62,7 @@ def test_copy_applies_a_batch_as_values_statements_do(servers, pg_target, monkey
         monkeypatch.setattr(postgres_sink, "COPY_MIN_ROWS", 1)
         by_copy = applied(sink, conn, schema, key)
         with sink.transaction() as cur:  # what decided between ON CONFLICT and DELETE + INSERT
-            assert sink._has_unique_key(cur, schema) == (key in ("primary key", "unique index"))
+            assert sink._upserts(cur, schema) == (key in ("primary key", "unique index"))
     finally:
         sink.close()
     assert by_copy == by_values
@@ -69,3 +70,24 @@ def test_copy_applies_a_batch_as_values_statements_do(servers, pg_target, monkey
     if len(schema.columns) > 2:
         assert by_copy[7] == (7, "k7", None, None) and by_copy[8] == (8, "k8", "tab\there \\N", 1)
         assert by_copy[100] == (150, "k150", "old", 0) and by_copy[-1] == (349, "k349", "tab\there \\N", 1)
+
+
+@pytest.mark.parametrize("copy", [False, True], ids=["values", "copy"])
+@pytest.mark.parametrize("unique_v", [False, True], ids=["key only unique", "another unique column"])
+def test_rows_swapping_a_unique_column_apply(servers, pg_target, monkeypatch, copy, unique_v):
+    name, conn = pg_target
+    schema = TableSchema(TABLE, (Column("id", Kind.INT, "bigint"), Column("v", Kind.STRING, "text")), ("id",))
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE SCHEMA app; CREATE TABLE app.items (id bigint PRIMARY KEY, v text{' UNIQUE' * unique_v})")
+        cur.execute("INSERT INTO app.items VALUES (1, 'a'), (2, 'b')")
+    monkeypatch.setattr(postgres_sink, "COPY_MIN_ROWS", 1 if copy else 10**9)
+    sink = PostgresSink(DbUrl.parse(servers.postgres.url(name)), "postgres")
+    try:
+        with sink.transaction() as cur:
+            assert sink._upserts(cur, schema) is not unique_v
+            sink.apply_changes(cur, schema, TableChanges(TABLE, rows={(1,): {"id": 1, "v": "b"}, (2,): {"id": 2, "v": "a"}}))
+    finally:
+        sink.close()
+    with conn.cursor() as cur:
+        cur.execute("SELECT id, v FROM app.items ORDER BY id")
+        assert cur.fetchall() == [(1, "b"), (2, "a")]
