@@ -102,7 +102,7 @@ def column_renderer(type_sql: str, before: Callable[[Any], Any] | None = None) -
             return convert(value)
         return _escaped(text(value))
 
-    return _Renderer(render if before is None else lambda value: render(before(value)), before, plain_ints)
+    return _Renderer(render, before, plain_ints)
 
 
 def _array(values: list, text: Callable[[Any], str]) -> str:
@@ -125,10 +125,10 @@ class _Renderer:
     batches; otherwise value by value."""
 
     def __init__(self, render: Callable[[Any], str], before: Callable[[Any], Any] | None, plain_ints: bool) -> None:
-        self.render, self.before, self.plain_ints = render, before, plain_ints
+        self.render, self.before, self.plain_ints = render, before, plain_ints  # `render` takes converted values
 
     def __call__(self, value: Any) -> str:
-        return self.render(value)
+        return self.render(value if self.before is None else self.before(value))
 
     def column(self, values: list) -> list[str]:
         if self.before is not None:

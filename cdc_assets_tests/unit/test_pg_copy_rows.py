@@ -95,3 +95,11 @@ def test_a_string_keeps_every_character():
 def test_values_whose_text_would_mean_something_else_are_refused(type_sql, value):
     with pytest.raises(NotCopied):
         copy_lines([(value,)], [column_renderer(type_sql)])
+
+
+def test_a_conversion_before_rendering_is_applied_once():
+    """MySQL geometry goes through the sink's conversion (SRID prefix dropped) first: once, value by value or by
+    column."""
+    render = column_renderer("bytea", before=lambda value: None if value is None else value[4:])
+    assert render(b"\x00\x00\x00\x00ab") == "\\\\x6162"
+    assert copy_lines([(b"\x00\x00\x00\x00ab",), (None,), (b"SRIDcd",)], [render]) == b"\\\\x6162\n\\N\n\\\\x6364\n"
