@@ -9,8 +9,9 @@ Per direction, on an empty table snapshotted first (so that the log is read from
   by default; small ones show whether batches still fill up to checkpoint_after_events) applied
   by `sync --until-caught-up`, in process (start-up excluded) and once through the CLI (start-up included), each
   by its own task into its own target database;
-- raw read: the same backlog read with no cdc_assets code, by pymysqlreplication (rows decoded) or by psycopg2
-  from a pgoutput slot (messages counted; psycopg2 decodes nothing); ratio = catch-up / raw;
+- raw read: the same backlog read by the log library alone, pymysqlreplication (rows decoded), or for PostgreSQL
+  psycopg2 from a pgoutput slot with our decoder's tuple decode alone (`pgoutput.decode` of every message: the
+  columns' texts, no casts, no events, no target); ratio = catch-up / raw;
 - steady state: a running `cdc-assets sync` while a writer commits --rate changes/s for --seconds s; the lag of
   a row is the target's clock at the commit of the transaction that wrote it (a deferred constraint trigger
   stamps each target transaction as it commits) minus the client clock just before the source statement, which
@@ -52,6 +53,7 @@ from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
 from cdc_assets.spark.session import build_session
+from cdc_assets.sources.postgres import pgoutput
 from cdc_assets.sources.postgres.slot import drop_slot, publication_name, slot_name
 
 # The checkout whose package this process imported: the CLI runs must measure the same code.
@@ -188,7 +190,9 @@ def raw_mysql(d: Direction, start: tuple[str, int]) -> tuple[int, float]:
 
 
 def raw_postgres(d: Direction, end_lsn: int) -> tuple[int, float]:
-    """Insert/Update messages of RAW_SLOT until the server has decoded past `end_lsn`; then drops the slot."""
+    """Insert/Update messages of RAW_SLOT until the server has decoded past `end_lsn`, each decoded by our
+    pgoutput decoder (its tuple data to the columns' texts, as pymysqlreplication decodes a row; no casts to
+    Python types, no events); then drops the slot."""
     began, rows = time.monotonic(), 0
     conn = psycopg2.connect(host="127.0.0.1", port=d.postgres.port, user=d.postgres.user, dbname=d.db,
                             connection_factory=LogicalReplicationConnection)
@@ -201,10 +205,10 @@ def raw_postgres(d: Direction, end_lsn: int) -> tuple[int, float]:
             if msg is None:
                 select.select([cur], [], [], 0.2)
                 continue
-            tag = msg.payload[:1]
-            if tag in (b"I", b"U"):
+            message = pgoutput.decode(msg.payload)
+            if isinstance(message, (pgoutput.Insert, pgoutput.Update)):
                 rows += 1
-            elif tag == b"C":
+            elif isinstance(message, pgoutput.Commit):
                 cur.send_feedback(flush_lsn=msg.data_start)
     finally:
         conn.close()

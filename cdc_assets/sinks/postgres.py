@@ -1,7 +1,9 @@
 """PostgreSQL as a target: type mapping, staging (UNLOGGED), and applying rows as delete by key, then insert."""
 from __future__ import annotations
 
-from functools import cached_property
+from decimal import Decimal
+from functools import cached_property, partial
+from itertools import repeat
 from typing import Any, Callable
 
 from psycopg2.extras import execute_values
@@ -12,6 +14,7 @@ from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.dbapi.connect import postgres_args
 from cdc_assets.errors import NulInText, TableError
 from cdc_assets.sinks.base import Moves, SqlSink
+from cdc_assets.sinks.copy_rows import COPY_MIN_ROWS, NotCopied, column_renderer, copy_columns, copy_lines, stage
 
 PAGE_ROWS = 5000  # rows per statement
 PAGE_BYTES = 64 << 20  # rough text size per statement: far below PostgreSQL's 1 GB limit on one message
@@ -48,6 +51,10 @@ class PostgresSink(SqlSink):
         return kind_to_postgres(column)
 
     @cached_property
+    def _unique_keys(self) -> dict[TableId, bool]:
+        return {}  # see _upserts
+
+    @cached_property
     def has_postgis(self) -> bool:
         with self.conn.cursor() as cur:
             cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'postgis'")
@@ -55,6 +62,7 @@ class PostgresSink(SqlSink):
 
     def ensure_table(self, schema: TableSchema) -> bool:
         self._check_types(schema)
+        self._unique_keys.pop(schema.table, None)
         return super().ensure_table(schema)
 
     def _check_types(self, schema: TableSchema) -> None:
@@ -101,14 +109,20 @@ class PostgresSink(SqlSink):
         match = " AND ".join(f"t.{self.q(k)} = v.{self.q(k)}" for k in key)
         moves = self.plan_moves(cursor, schema, changes)
         gone = [*changes.deletes, *changes.rows, *moves.copies]
-        if gone:
-            cols, template = values(key)
-            _execute(cursor, f"DELETE FROM {table} AS t USING (VALUES %s) AS v({cols}) WHERE {match}", gone, template)
-        if changes.rows:
+        others = [*changes.deletes, *moves.copies]
+        upsert = bool(changes.rows) and self._upserts(cursor, schema)
+        if len(gone) < COPY_MIN_ROWS or not self._copy_rows(cursor, schema, types, others, changes.rows, param,
+                                                            upsert):
             names = [c.name for c in schema.columns]
-            cols, template = values(names)
             rows = [tuple(param(n, row.get(n)) for n in names) for row in changes.rows.values()]
-            _execute(cursor, f"INSERT INTO {table} ({cols}) VALUES %s", rows, template)
+            if doomed := others if upsert else gone:
+                cols, template = values(key)
+                _execute(cursor, f"DELETE FROM {table} AS t USING (VALUES %s) AS v({cols}) WHERE {match}", doomed,
+                         template)
+            if rows:
+                cols, template = values(names)
+                _execute(cursor, f"INSERT INTO {table} ({cols}) VALUES %s{self._on_conflict(schema, upsert)}", rows,
+                         template)
         if moves.copies:
             self._insert_copies(cursor, schema, moves, values)
         for names, rows in _by_columns({**changes.partial, **moves.updates}, key, param).items():
@@ -116,6 +130,61 @@ class PostgresSink(SqlSink):
             sets = ", ".join(f"{self.q(n)} = v.{self.q(n)}" for n in names if n not in key)
             _execute(cursor, f"UPDATE {table} AS t SET {sets} FROM (VALUES %s) AS v({cols}) WHERE {match}", rows,
                      template)
+
+    def _copy_rows(self, cursor, schema: TableSchema, types: dict[str, str], others: list[tuple],
+                   rows: dict[tuple, dict], param: Callable[[str, Any], Any], upsert: bool) -> bool:
+        """Delete the keys of `others` (and of `rows` unless `upsert`), then insert `rows`, through temporary
+        tables filled by COPY (see copy_rows.py); False, with nothing done, when a value cannot go through COPY
+        text."""
+        table, key, names = self.table_sql(schema.table), schema.primary_key, [c.name for c in schema.columns]
+        geometry = {c.name for c in schema.columns if c.kind == Kind.GEOMETRY}  # the only columns `param` converts
+        renderers = [column_renderer(types[n], partial(param, n) if n in geometry else None) for n in names]
+        try:
+            full = list(rows.values())
+            rows_text = copy_columns([list(map(dict.get, full, repeat(n))) for n in names], renderers)
+            others_text = copy_lines(others, [column_renderer(types[k]) for k in key])
+        except NotCopied:
+            return False
+        cast = lambda n: f"CAST(v.{self.q(n)} AS {types[n]})"  # noqa: E731 - as the VALUES template casts
+        match = " AND ".join(f"t.{self.q(k)} = {cast(k)}" for k in key)
+        staged = [(name, columns, text) for name, columns, text in
+                  (("_cdc_rows", names, rows_text), ("_cdc_gone", key, others_text)) if text]
+        for name, columns, text in staged:
+            stage(cursor, name, [self.q(n) for n in columns], text)
+            if name == "_cdc_gone" or not upsert:
+                cursor.execute(f"DELETE FROM {table} AS t USING {name} AS v WHERE {match}")
+        if rows:
+            cursor.execute(f"INSERT INTO {table} ({', '.join(self.q(n) for n in names)}) "
+                           f"SELECT {', '.join(cast(n) for n in names)} FROM _cdc_rows AS v"
+                           f"{self._on_conflict(schema, upsert)}")
+        cursor.execute(f"DROP TABLE {', '.join(name for name, _, _ in staged)}")  # a batch may hold more tables
+        return True
+
+    def _on_conflict(self, schema: TableSchema, upsert: bool) -> str:
+        if not upsert:
+            return ""
+        sets = ", ".join(f"{self.q(c.name)} = EXCLUDED.{self.q(c.name)}" for c in schema.columns
+                         if c.name not in schema.primary_key)
+        return (f" ON CONFLICT ({', '.join(self.q(k) for k in schema.primary_key)}) "
+                f"{f'DO UPDATE SET {sets}' if sets else 'DO NOTHING'}")
+
+    def _upserts(self, cursor, schema: TableSchema) -> bool:
+        """Whether full rows replace the target's rows under their keys by INSERT ... ON CONFLICT (key) DO UPDATE:
+        one statement instead of a DELETE and an INSERT (2.5 times less of the server's time for 10,000 rows).
+        Only where the table's one unique index (or constraint) is on exactly the key columns, usable by ON
+        CONFLICT (not partial, not deferred, no expressions): with another one, a row could collide with a row
+        the batch replaces later, which DELETE + INSERT removes first. Tables this sink creates have just their
+        key as primary key."""
+        if schema.table not in self._unique_keys:
+            cursor.execute(
+                "SELECT COUNT(*) = 1 AND bool_and(i.indisunique AND i.indimmediate AND i.indisvalid "
+                "AND i.indpred IS NULL AND i.indexprs IS NULL AND i.indnkeyatts = %s "
+                "AND (SELECT array_agg(a.attname::text ORDER BY a.attname::text) FROM pg_attribute a "
+                "WHERE a.attrelid = i.indrelid AND a.attnum = ANY ((i.indkey::int2[])[0:i.indnkeyatts - 1])) = %s) "
+                "FROM pg_index i WHERE i.indrelid = %s::regclass AND (i.indisunique OR i.indisexclusion)",
+                (len(schema.primary_key), sorted(schema.primary_key), self.table_sql(schema.table)))
+            self._unique_keys[schema.table] = bool(cursor.fetchone()[0])
+        return self._unique_keys[schema.table]
 
     def target_row(self, cursor, schema: TableSchema, key: tuple) -> tuple | None:
         # As text: every PostgreSQL type reads back exactly through its text form and the `%s::type` casts.
@@ -234,5 +303,10 @@ def _log_values(schema: TableSchema, types: dict[str, str]) -> Callable[[str, An
 
 def _param(value):
     """A float as its shortest exact text: psycopg2 renders -0.0 as the numeric literal -0.0, whose sign the
-    cast to real/double then loses (numeric has no negative zero)."""
-    return repr(value) if isinstance(value, float) else value
+    cast to real/double then loses (numeric has no negative zero). A Decimal infinity as its text: psycopg2
+    renders every non-finite Decimal as 'NaN'."""
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, Decimal) and value.is_infinite():
+        return str(value)
+    return value

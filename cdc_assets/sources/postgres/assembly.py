@@ -10,7 +10,9 @@ Facts this relies on (PostgreSQL 15 "Logical Decoding", "Logical Replication Mes
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from cdc_assets.core.events import Op, RowChange, SchemaChange, Transaction, TransactionPart
 from cdc_assets.core.positions import PgPosition
@@ -19,7 +21,7 @@ from cdc_assets.errors import SourceSetupError
 from cdc_assets.sources.postgres import pgoutput
 from cdc_assets.sources.postgres.catalog import Catalog
 from cdc_assets.sources.postgres.drift import Shape, drift, recorded_shape, relation_shape
-from cdc_assets.sources.postgres.values import Caster, caster
+from cdc_assets.sources.postgres.values import converter
 
 
 @dataclass(frozen=True)
@@ -28,19 +30,24 @@ class _Relation:
 
     message: pgoutput.Relation
     table: TableId
-    casters: tuple[Caster, ...]
+    names: tuple[str, ...]
+    converters: tuple[Callable[[str], Any] | None, ...]  # None: the value is its text
+    key: tuple[str, ...] | None  # the captured table's key columns; None: not captured
 
-    def image(self, values: tuple, cursor, key_only: bool = False, old: tuple | None = None) -> dict:
+    def image(self, values: tuple, key_only: bool = False, old: tuple | None = None) -> dict:
         """Column name -> value. Unchanged TOASTed values are left out unless `old` (a full old row) has them."""
+        if not key_only and old is None and pgoutput.UNCHANGED not in values:  # a whole row: most changes
+            return {name: value if convert is None or value.__class__ is not str else convert(value)
+                    for name, convert, value in zip(self.names, self.converters, values)}
         row = {}
-        for i, (column, cast, value) in enumerate(zip(self.message.columns, self.casters, values)):
+        for i, (column, convert, value) in enumerate(zip(self.message.columns, self.converters, values)):
             if key_only and not column.is_key:
                 continue
             if value is pgoutput.UNCHANGED and old is not None:
                 value = old[i]
             if value is pgoutput.UNCHANGED:
                 continue
-            row[column.name] = value if value is None or isinstance(value, bytes) else cast(value, cursor)
+            row[column.name] = value if convert is None or value.__class__ is not str else convert(value)
         return row
 
 
@@ -116,8 +123,11 @@ class Assembler:
         return [Transaction(changes, end, message.commit_time.timestamp(), self.begin.xid)]
 
     def _relation(self, message: pgoutput.Relation) -> list:
-        casters = tuple(caster(self.catalog.base_type(c.type_oid)) for c in message.columns)
-        self.relations[message.relation_id] = _Relation(message, self._table_of(message), casters)
+        converters = tuple(converter(self.catalog.base_type(c.type_oid), self.cursor) for c in message.columns)
+        table = self._table_of(message)
+        schema = self.schemas.get(table)
+        self.relations[message.relation_id] = _Relation(message, table, tuple(c.name for c in message.columns),
+                                                        converters, schema and schema.primary_key)
         self.unchecked.add(message.relation_id)
         return []
 
@@ -153,40 +163,43 @@ class Assembler:
     def _captured(self, relation_id: int) -> tuple[_Relation | None, list[SchemaChange]]:
         """The relation of a change to apply, if captured, and how its definition changed."""
         relation = self.relations[relation_id]  # pgoutput sends a Relation before the first change of each
-        if self.replayed or relation.table not in self.schemas:
+        if self.replayed or relation.key is None:
             return None, []
         return relation, self._check(relation_id, relation) if relation_id in self.unchecked else []
 
     def _insert(self, message: pgoutput.Insert) -> list:
         relation, changed = self._captured(message.relation_id)
         if relation:
-            after = relation.image(message.new, self.cursor)
-            self._add(relation.table, Op.INSERT, after, None)
+            after = relation.image(message.new)
+            self._add(relation, Op.INSERT, after, None)
         return changed
 
     def _update(self, message: pgoutput.Update) -> list:
         relation, changed = self._captured(message.relation_id)
         if relation:
-            before = None if message.old is None else relation.image(message.old, self.cursor, message.old_is_key)
+            before = None if message.old is None else relation.image(message.old, message.old_is_key)
             full_old = None if message.old_is_key else message.old
-            after = relation.image(message.new, self.cursor, old=full_old)
-            self._add(relation.table, Op.UPDATE, after, before)
+            after = relation.image(message.new, old=full_old)
+            self._add(relation, Op.UPDATE, after, before)
         return changed
 
     def _delete(self, message: pgoutput.Delete) -> list:
         relation, changed = self._captured(message.relation_id)
         if relation:
-            before = relation.image(message.old, self.cursor, message.old_is_key)
-            self._add(relation.table, Op.DELETE, None, before)
+            before = relation.image(message.old, message.old_is_key)
+            self._add(relation, Op.DELETE, None, before)
         return changed
 
-    def _add(self, table: TableId, op: Op, after: dict | None, before: dict | None) -> None:
-        values = {**(before or {}), **(after or {})}  # the new key wins; the old one fills unsent columns
-        key_columns = self.schemas[table].primary_key
-        missing = [k for k in key_columns if k not in values]
-        if missing:
+    def _add(self, relation: _Relation, op: Op, after: dict | None, before: dict | None) -> None:
+        # The new key wins; the old one fills unsent columns.
+        values = after if before is None else before if after is None else {**before, **after}
+        table, key_columns = relation.table, relation.key
+        try:
+            key = tuple([values[k] for k in key_columns])
+        except KeyError:
+            missing = [k for k in key_columns if k not in values]
             raise SourceSetupError(
                 f"the log carries no value for key column(s) {', '.join(missing)} of {table} in a {op.value}",
                 f"make the key the replica identity: ALTER TABLE {table} REPLICA IDENTITY USING INDEX <unique index "
-                f"on ({', '.join(key_columns)})>, or REPLICA IDENTITY FULL")
-        self.pending.append((table, op, tuple(values[k] for k in key_columns), after, before))
+                f"on ({', '.join(key_columns)})>, or REPLICA IDENTITY FULL") from None
+        self.pending.append((table, op, key, after, before))

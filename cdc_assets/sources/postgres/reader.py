@@ -106,7 +106,6 @@ class PgLogReader:
         last_yield = time.monotonic()
         holding_back = False
         while not self._closed:
-            self._acked.clear()
             if (ack := self._ack) is not None and ack.lsn > feedback.applied:  # only grows: nothing lost to a race
                 feedback.acknowledge(ack.lsn)
             message = None
@@ -138,7 +137,11 @@ class PgLogReader:
                 yield Idle(sent, flush=holding_back)
                 reported, last_yield = sent, time.monotonic()
             if holding_back:
-                self._acked.wait(POLL_INTERVAL)
+                # Cleared here, not per message (a cost per change): an acknowledgement set before the clear is
+                # seen by the check below, one set after it ends the wait.
+                self._acked.clear()
+                if (ack := self._ack) is None or ack.lsn <= feedback.applied:
+                    self._acked.wait(POLL_INTERVAL)
             elif message is None:
                 select.select([cursor], [], [], POLL_INTERVAL)
 

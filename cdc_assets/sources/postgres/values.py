@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 import psycopg2
@@ -80,3 +81,20 @@ def caster(type_oid: int) -> Caster:
     stay text."""
     return PINNED.get(type_oid) or ext.string_types.get(type_oid) or _text
 
+
+
+# psycopg2's stock casters whose work a builtin does on PostgreSQL's output text, without the call through
+# psycopg2 (which encodes the text again for C): int(), float(), Decimal(), and 't' for true.
+_BUILTINS: list[tuple[Any, Callable[[str], Any]]] = [  # psycopg2's casters are unhashable
+    (ext.INTEGER, int), (ext.LONGINTEGER, int), (ext.FLOAT, float), (ext.DECIMAL, Decimal), (ext.BOOLEAN, "t".__eq__),
+]
+
+
+def converter(type_oid: int, cursor) -> Callable[[str], Any] | None:
+    """`caster(type_oid)` as a function of the text alone (`cursor` passed on to psycopg2's casters); None when
+    the value is its text (text, varchar, json, ...): the log reader then leaves it as decoded."""
+    cast = caster(type_oid)
+    if cast is _text or cast is psycopg2.STRING:
+        return None
+    fast = [builtin for stock, builtin in _BUILTINS if cast is stock]
+    return fast[0] if fast else lambda text: cast(text, cursor)
