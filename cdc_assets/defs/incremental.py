@@ -18,7 +18,7 @@ from cdc_assets.defs.resources import CdcTask
 from cdc_assets.engine.headroom import task_headroom
 from cdc_assets.engine.incremental import SyncReport, sync
 from cdc_assets.engine.log_start import task_progress, unfinished_reason
-from cdc_assets.engine.lane_states import run_key_part, target_checkpoints
+from cdc_assets.engine.lane_states import target_checkpoints
 from cdc_assets.engine.membership import membership
 from cdc_assets.engine.planning import load_plans
 from cdc_assets.engine.runtime import TaskRuntime
@@ -128,7 +128,8 @@ def incremental_sensor(config: TaskConfig, config_path: str, job: dg.JobDefiniti
 
 
 def _decide(runtime: TaskRuntime):
-    checkpoint, targets = target_checkpoints(runtime)
+    targets = target_checkpoints(runtime)
+    checkpoint = targets.earliest
     if checkpoint is None and runtime.config.pipeline.startup_mode == "initial":
         waiting = unfinished_reason(task_progress(runtime))
         if waiting:
@@ -141,13 +142,13 @@ def _decide(runtime: TaskRuntime):
         if not members.changed and not is_before(checkpoint.position, end):
             waiting = f"; waiting for the snapshot: {'; '.join(members.waiting)}" if members.waiting else ""
             return dg.SkipReason(f"caught up: checkpoint {checkpoint.position} is the source's log end{waiting}"
-                                 + "".join(f"; {note}" for note in targets))
+                                 + "".join(f"; {note}" for note in targets.notes))
         # A table joining or leaving needs a run even at the log end, and a key of its own.
         changed = ",".join(sorted([*map(str, members.joining), *(f"-{t}" for t in members.removed)]))
     plans = ",".join(sorted(p.plan_id for p in load_plans(runtime).values()))
     # Once per plan and checkpoint: never twice for the same start, and a new key after each run's progress.
     run_key = f"{hashlib.sha256(plans.encode()).hexdigest()[:12]}@{checkpoint.position if checkpoint else 'start'}"
     run_key += rollback_mark(runtime)  # a rollback brings back a checkpoint an earlier run started from
-    lanes = run_key_part(runtime)  # several targets: a target back from an outage starts from an earlier position
-    run_key += f"#{hashlib.sha256(lanes.encode()).hexdigest()[:12]}" if lanes else ""
+    # Several targets: a target back from an outage starts from an earlier position.
+    run_key += f"#{hashlib.sha256(targets.key.encode()).hexdigest()[:12]}" if targets.key else ""
     return dg.RunRequest(run_key=run_key + (f"+{changed}" if changed else ""), tags={TASK_TAG: runtime.config.task_id})

@@ -11,7 +11,7 @@ from cdc_assets.engine.runtime import TaskRuntime
 def needed_position(rt: TaskRuntime) -> Position | None:
     """The checkpoint (tables ahead of it start later); without one, the minimum low watermark of the finished
     splits: the incremental phase will start there. None when neither exists yet."""
-    checkpoint, _ = target_checkpoints(rt)  # several targets: the earliest that answers
+    checkpoint = target_checkpoints(rt).earliest  # several targets: the earliest that answers
     if checkpoint is not None:
         return checkpoint.position
     lows = [position_from_json(r.position_data["low_watermark"]) for r in finished_of_plans(rt)]

@@ -18,6 +18,7 @@ others applied. The log is read from the earliest lane and released up to the ea
 """
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -140,11 +141,11 @@ def _sync(rt: TaskRuntime, until_caught_up: bool, stop: threading.Event | None,
     else:
         report.ended = "stop requested"
     report.seconds = time.monotonic() - started
-    for lane in rt.lanes if len(rt.lanes) > 1 else []:
-        if lane.name in report.targets:
-            _measure_lag(rt, report.targets[lane.name])
+    end = functools.cache(lambda: rt.source.current_position())  # read once, for the task and its targets
+    for target in report.targets.values():
+        _measure_lag(rt, target, end)
     _sum_up(rt, report)
-    _measure_lag(rt, report)
+    _measure_lag(rt, report, end)
     return report
 
 
@@ -364,7 +365,7 @@ class _Lane:
         self.batch, self.opened, self.idle_at = Batch(), time.monotonic(), None
         self._parts: Parts | None = None
         self.images = ImageWriter(rt)  # before-images while a savepoint exists
-        self.pacer: ChangePacer | None = None  # pipeline.read_limit; one lane of a session paces (_Session.pace)
+        self.pacer: ChangePacer | None = None  # pipeline.read_limit; one lane of a session paces (_Session._hand_pacer)
 
     def _follow_config(self, reason: str) -> str:
         """Tables added to or removed from source.tables since the checkpoint's schema version: removed ones stop
@@ -655,12 +656,12 @@ def _ahead_of(table) -> str:
     return f"where {table} applied the log up to (it joined from its own snapshot)"
 
 
-def _measure_lag(rt: TaskRuntime, report: SyncReport) -> None:
+def _measure_lag(rt: TaskRuntime, report: SyncReport, end: Callable[[], Position]) -> None:
     if report.checkpoint is None:
         return
     try:
         report.lag_unit = rt.log.distance_unit
-        report.lag_bytes = rt.log.distance(report.checkpoint, rt.source.current_position())
+        report.lag_bytes = rt.log.distance(report.checkpoint, end())
     except UnreachableError:
         report.lag_bytes = None
     if report.lag_bytes == 0:

@@ -2,35 +2,34 @@
 CLI): each target's checkpoint, and the notes that name a target that is down, waiting or behind."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from cdc_assets.core.positions import earliest, is_before, latest
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.target_down import answering
 from cdc_assets.resumer.resumer import Checkpoint
 
 
-def target_checkpoints(rt: TaskRuntime) -> tuple[Checkpoint | None, list[str]]:
-    """The earliest checkpoint among the targets that answer (the log a run must read from), and a note per target
-    that does not answer or lags behind the furthest one. One target: its checkpoint, no notes."""
+@dataclass(frozen=True)
+class TargetCheckpoints:
+    earliest: Checkpoint | None  # among the targets that answer: the log a run must read from
+    notes: list[str] = field(default_factory=list)  # a target that does not answer, lags or has no checkpoint
+    key: str = ""  # every target's own position: what tells two launches apart besides `earliest`
+
+
+def target_checkpoints(rt: TaskRuntime) -> TargetCheckpoints:
+    """Each target's checkpoint, read once. One target: its checkpoint, no notes, no key."""
     if len(rt.lanes) == 1:
-        return rt.resumer.checkpoint(), []
+        return TargetCheckpoints(rt.resumer.checkpoint())
     found, down = answering(rt.lanes, lambda lane: lane.resumer.checkpoint())
+    key = ";".join(f"{lane.name}=" + ("down" if lane.name in down else str(found[lane.name].position)
+                                      if found[lane.name] else "-") for lane in rt.lanes)
     notes = [f"target {name} is down ({why})" for name, why in down.items()]
     known = {n: c for n, c in found.items() if c is not None}
     if not known:
-        return None, notes
+        return TargetCheckpoints(None, notes, key)
     first = earliest([c.position for c in known.values()])
     furthest = latest([c.position for c in known.values()])
-    for name, c in known.items():
-        if is_before(c.position, furthest):
-            notes.append(f"target {name} lags at {c.position}")
+    notes += [f"target {name} lags at {c.position}" for name, c in known.items() if is_before(c.position, furthest)]
     notes += [f"target {n} has no checkpoint yet" for n, c in found.items() if c is None]
-    return next(c for c in known.values() if c.position == first), notes
-
-
-def run_key_part(rt: TaskRuntime) -> str:
-    """What tells two launches apart besides the earliest checkpoint: every target's own position."""
-    if len(rt.lanes) == 1:
-        return ""
-    found, down = answering(rt.lanes, lambda lane: lane.resumer.checkpoint())
-    return ";".join(f"{lane.name}=" + ("down" if lane.name in down else str(found[lane.name].position)
-                                       if found[lane.name] else "-") for lane in rt.lanes)
+    return TargetCheckpoints(next(c for c in known.values() if c.position == first), notes, key)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from datetime import timezone
+from typing import Callable
 
 from cdc_assets.core.positions import MysqlPosition, PgPosition, Position, earliest, latest, position_from_json
 from cdc_assets.core.tables import TableId
@@ -16,31 +17,31 @@ SNAPSHOT_HINT = "run `cdc-assets snapshot`, or materialize the missing partition
 
 def snapshot_progress(rt: TaskRuntime) -> list[tuple[TableId, int, int]]:
     """(table, finished splits, splits) per configured table; 0 splits when the table has no plan yet."""
-    plans = load_plans(rt)
     finished = rt.resumer.finished()
-    out = []
-    for table in rt.config.source.table_ids:
-        plan = plans.get(table)
-        splits = plan.splits if plan else []
-        done = sum(1 for s in splits if s.id in finished and finished[s.id].position_data.get("plan_id") == plan.plan_id)
-        out.append((table, done, len(splits)))
-    return out
+    return _progress(rt, lambda split_id, plan_id: _of_plan(finished, split_id, plan_id))
 
 
 def task_progress(rt: TaskRuntime) -> list[tuple[TableId, int, int]]:
     """As `snapshot_progress`, a split counting as finished where `pipeline.commit_policy` is met for it."""
     if len(rt.lanes) == 1:
         return snapshot_progress(rt)
-    plans = load_plans(rt)
     finished, _ = answering(rt.lanes, lambda lane: lane.resumer.finished())  # a target that is down has none
+    return _progress(rt, lambda split_id, plan_id: rt.policy.met(
+        {n for n, f in finished.items() if _of_plan(f, split_id, plan_id)}))
+
+
+def _progress(rt: TaskRuntime, done: Callable[[str, str], bool]) -> list[tuple[TableId, int, int]]:
+    plans = load_plans(rt)
     out = []
     for table in rt.config.source.table_ids:
         plan = plans.get(table)
         splits = plan.splits if plan else []
-        done = sum(1 for s in splits if rt.policy.met({
-            n for n, f in finished.items() if s.id in f and f[s.id].position_data.get("plan_id") == plan.plan_id}))
-        out.append((table, done, len(splits)))
+        out.append((table, sum(1 for s in splits if done(s.id, plan.plan_id)), len(splits)))
     return out
+
+
+def _of_plan(finished: dict, split_id: str, plan_id: str) -> bool:
+    return split_id in finished and finished[split_id].position_data.get("plan_id") == plan_id
 
 
 def unfinished_reason(progress: list[tuple[TableId, int, int]]) -> str | None:

@@ -15,7 +15,7 @@ import logging
 import time
 import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cdc_assets.core.batches import TableChanges
 from cdc_assets.core.boundary import RowExport, SplitLeases, SplitRanges
@@ -97,15 +97,15 @@ def _snapshot_lanes(rt: TaskRuntime, plan: SplitPlan, split_ids: list[str]) -> l
         lanes = [lane for lane in up if lane.name in names]
         for r in _pipeline(rt, lanes, plan, schema, [plan.split(s) for s in ids]):
             if r.skipped:  # another run finished it in every target of this group meanwhile
-                r = SplitResult(**{**r.__dict__, "targets": {n: "finished before" for n in names}})
+                r = replace(r, targets={n: "finished before" for n in names})
             acknowledged = {n for n, what in r.targets.items() if what.startswith(("rows", "finished"))}
             acknowledged |= {lane.name for lane in up if lane.name not in names}
             if not policy.met(acknowledged):
                 raise SplitFailed(f"{r.split_id} of {plan.table} is not finished for the task: "
                                   f"{policy.missing(acknowledged)} ({r.targets | down})",
                                   "bring the targets named back, then materialize the split again")
-            results.append(SplitResult(**{**r.__dict__, "targets": {**r.targets, **down,
-                                          **{lane.name: "finished before" for lane in up if lane.name not in names}}}))
+            before = {lane.name: "finished before" for lane in up if lane.name not in names}
+            results.append(replace(r, targets={**r.targets, **down, **before}))
     return results
 
 
@@ -171,10 +171,9 @@ def _lease(rt: TaskRuntime, lanes: list[TaskRuntime], locks: SplitLeases, group:
     """Lease the group's splits; those another run finished while this one waited are reported as skipped
     (`again`: being repaired, unless another run repaired them meanwhile)."""
     locks.acquire([s.id for s in group], rt.config.snapshot.split_lock_timeout_secs)
-    finished = {}
-    for lane in lanes:  # finished in every target this run writes: nothing left to do
-        of_lane = lane.resumer.finished([s.id for s in group])
-        finished = of_lane if lane is lanes[0] else {s: r for s, r in finished.items() if s in of_lane}
+    of_lanes = [lane.resumer.finished([s.id for s in group]) for lane in lanes]
+    # Finished in every target this run writes: nothing left to do.
+    finished = {s: r for s, r in of_lanes[0].items() if all(s in other for other in of_lanes[1:])}
     redo = needing_repair(rt, {s: r for s, r in finished.items() if s in again})
     done = [s.id for s in group if s.id in finished and s.id not in redo]
     locks.release(done)
@@ -330,7 +329,8 @@ def _settle(rt: TaskRuntime, pending: list, locks: SplitLeases, wait: bool) -> l
             raise
         except Exception as exc:
             [target] = staged.targets
-            raise _failed(rt, staged.splits, staged.marks, target.reads, exc, "in the target's commit") from None
+            raise _failed(target.lane, staged.splits, staged.marks, target.reads, exc,
+                          "in the target's commit") from None
         crash_point("snapshot.after_commit")  # committed in the target, not yet finished for other resumers
         states = dict(staged.failed)
         done: dict[str, _Committed] = {}
@@ -349,7 +349,7 @@ def _settle(rt: TaskRuntime, pending: list, locks: SplitLeases, wait: bool) -> l
         result = next(iter(done.values()), _Committed({}, 0))
         total = sum(result.rows_by_split.values()) or 1
         low, high = staged.marks[0].low, staged.marks[0].high
-        several = len(staged.targets) + len(staged.failed) > 1 or len(rt.lanes) > 1
+        several = len(rt.lanes) > 1
         for s in staged.splits:
             rows = result.rows_by_split.get(s.index, 0)
             each = {**states, **{n: f"rows {c.rows_by_split.get(s.index, 0)}" for n, c in done.items()}}

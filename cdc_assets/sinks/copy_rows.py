@@ -20,19 +20,14 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any, Callable, Iterable
 
+from cdc_assets.core.copy_text import NULL, SEPARATOR, SPECIAL, escape
+
 COPY_MIN_ROWS = 200  # smaller batches: VALUES statements (a temporary table costs catalog writes per batch)
 _BOOLEAN = ("boolean", "bool")
-_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
 
 
 class NotCopied(Exception):
     """A value COPY text cannot carry with the same meaning as a VALUES parameter."""
-
-
-def _escaped(text: str) -> str:
-    if "\\" in text or "\n" in text or "\r" in text or "\t" in text:
-        return text.translate(_ESCAPES)
-    return text
 
 
 def _bytes(value) -> str:
@@ -89,18 +84,16 @@ def column_renderer(type_sql: str, before: Callable[[Any], Any] | None = None) -
     def render(value: Any) -> str:
         # Strings and ints first, without a call: most values of most rows.
         if value is None:
-            return "\\N"
+            return NULL
         kind = value.__class__
         if kind is str:
-            if "\\" in value or "\n" in value or "\r" in value or "\t" in value:
-                return value.translate(_ESCAPES)
-            return value
+            return escape(value)
         if kind is int:
             if plain_ints:
                 return str(value)
         elif (convert := _PLAIN.get(kind)) is not None:
             return convert(value)
-        return _escaped(text(value))
+        return escape(text(value))
 
     return _Renderer(render, before, plain_ints)
 
@@ -138,19 +131,19 @@ class _Renderer:
         kinds.discard(_NONE)
         kind = kinds.pop() if len(kinds) == 1 else None
         if kind is str:
-            if any(c in "".join(filter(None, values)) for c in _SPECIAL):
-                values = [v if v is None else v.translate(_ESCAPES) for v in values]
-            return [_NULL if v is None else v for v in values] if nulls else values
+            if any(c in "".join(filter(None, values)) for c in SPECIAL):
+                values = [v if v is None else escape(v) for v in values]
+            return [NULL if v is None else v for v in values] if nulls else values
         convert = _BUILTIN_TEXT.get(kind) if kind is not int or self.plain_ints else None
         if convert is None:
             return list(map(self.render, values))
-        texts = [_NULL if v is None else convert(v) for v in values] if nulls else list(map(convert, values))
+        texts = [NULL if v is None else convert(v) for v in values] if nulls else list(map(convert, values))
         if kind is Decimal and "N" in "".join(texts):  # NaN in any spelling: see _decimal
             return list(map(self.render, values))
         return texts
 
 
-_NONE, _NULL, _SPECIAL = type(None), "\\N", "\\\n\r\t"
+_NONE = type(None)
 # Types a builtin renders as `_TEXT` does, with no character COPY escapes.
 _BUILTIN_TEXT: dict[type, Callable[[Any], str]] = {
     int: str, float: repr, Decimal: str, datetime: datetime.isoformat, date: date.isoformat, time: time.isoformat,
@@ -167,7 +160,7 @@ def copy_columns(columns: list[list], renderers: list[_Renderer]) -> bytes:
     texts = [render.column(values) for render, values in zip(renderers, columns)]
     if not texts or not texts[0]:
         return b""
-    return ("\n".join(map("\t".join, zip(*texts))) + "\n").encode("utf-8")
+    return ("\n".join(map(SEPARATOR.join, zip(*texts))) + "\n").encode("utf-8")
 
 
 def stage(cursor, name: str, columns: list[str], data: bytes) -> None:

@@ -24,12 +24,10 @@ import math
 import re
 from decimal import Decimal
 
+from cdc_assets.core.copy_text import NULL, SEPARATOR, escape
 from cdc_assets.core.tables import Column, Kind, TableId
 from cdc_assets.errors import TableError
 
-NULL = r"\N"
-SEPARATOR = "\t"
-_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
 _JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")  # \u0000 not itself escaped
 
 
@@ -92,4 +90,4 @@ def _text(value: str, column: Column, table: TableId, key: object) -> str:
             f"document {key} of {table}: field '{column.name}' holds the character U+0000 inside JSON, which a "
             "PostgreSQL jsonb column refuses", "remove it on the source, or leave the field out with "
             "source.exclude_columns")
-    return value.translate(_ESCAPES)
+    return escape(value)
