@@ -2,7 +2,7 @@
 read rate of the log library alone on the same backlog (the limit for a Python reader on this machine).
 
     python bench/incremental.py [--changes 1000000] [--rate 2000] [--seconds 60] [--direction mysql|postgres|both]
-                                [--dir /tmp/cdc-bench-incr] [--big-txn [N]] [--targets N] [--tx-rows N]
+                                [--dir /tmp/cdc-bench-incr] [--big-txn [N]] [--targets N] [--tx-rows N] [--dagster]
 
 Per direction, on an empty table snapshotted first (so that the log is read from the snapshot's low watermark):
 - catch-up: a backlog of --changes row changes (half inserts, then half updates, --tx-rows per transaction, 10,000
@@ -16,8 +16,10 @@ Per direction, on an empty table snapshotted first (so that the log is read from
   a row is the target's clock at the commit of the transaction that wrote it (a deferred constraint trigger
   stamps each target transaction as it commits) minus the client clock just before the source statement, which
   commits on its own (so the source statement's own time is counted too).
-With --bounded the steady state is applied by `sync --until-caught-up` runs launched one after the other, the
-Dagster path (sensor-launched bounded runs) without its sensor interval (15 s) and run launch: a lower bound.
+With --dagster the steady state is applied the Dagster way instead: a `dagster-daemon` (the repository's
+dagster.yaml and workspace.yaml) whose sensor `<task>_incremental_launcher` launches bounded runs of the incremental
+job (each applies the log up to the end it saw at its start), one at a time; the lag then holds the sensor interval
+(15 s) and each run's process start.
 With --targets N the in-process catch-up and the steady run write to N PostgreSQL target databases (one task,
 `targets:`, commit_policy all): events/s counts the source's changes, each applied to every target.
 With --big-txn N (N defaults to 2,000,000) instead: a table of N rows is snapshotted, then ONE transaction
@@ -363,36 +365,65 @@ def stamp_commits(tgt) -> None:
              "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION benchi.stamp_commit()")
 
 
-class BoundedRuns:
-    """The Dagster path without Dagster: `sync --until-caught-up` runs one after the other, as the sensor launches
-    them while the log is ahead of the checkpoint, but with no sensor interval and no run launch in between."""
+class DagsterPath:
+    """The Dagster path itself: a `dagster-daemon` on its own DAGSTER_HOME (the repository's dagster.yaml) whose
+    sensor `<task>_incremental_launcher` launches the bounded runs of `<task>_incremental`, one at a time, as in
+    production; Popen-like for steady(): poll() is None while the daemon runs, send_signal() stops it."""
 
     def __init__(self, d: Direction, config: Path) -> None:
-        self.d, self.config, self.runs, self.failed, self.returncode = d, config, 0, 0, None
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._loop)
-        self.thread.start()
+        self.d, self.task = d, load_config(config).task_id
+        self.home = d.base / f"dagster_home_{d.name}"
+        subprocess.run(["rm", "-rf", str(self.home)], check=True)
+        self.home.mkdir(parents=True)
+        (self.home / "dagster.yaml").write_text((REPO / "dagster.yaml").read_text())
+        env = {**os.environ, "DAGSTER_HOME": str(self.home), "CDC_ASSETS_CONFIG": str(config),
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+        with open(d.base / f"{d.name}_daemon.log", "wb") as out:
+            self.proc = subprocess.Popen(["dagster-daemon", "run", "-w", str(REPO / "workspace.yaml")], cwd=REPO,
+                                         env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        self.returncode = None
 
-    def _loop(self) -> None:
-        while not self.stopping.is_set():
-            code, _ = reap(start_cli(self.d, self.config, f"{self.d.name}_bounded", "--until-caught-up"), 600)
-            self.runs, self.failed, self.returncode = self.runs + 1, self.failed + (code != 0), code
+    def poll(self):
+        return self.proc.poll()
 
-    def poll(self):  # as Popen's: None while runs go on
-        return None if self.thread.is_alive() else self.returncode
+    def send_signal(self, signum) -> None:
+        """Stops the daemon once no run is under way: the target has caught up, so the sensor launches no more
+        (killing a run mid-way would only be counted as a failed run)."""
+        from dagster import DagsterInstance, RunsFilter
 
-    def send_signal(self, signum) -> None:  # as Popen's: the run under way finishes, no other starts
-        self.stopping.set()
+        from cdc_assets.defs.incremental import ACTIVE
+
+        deadline = time.monotonic() + 120
+        with DagsterInstance.from_config(str(self.home)) as instance:
+            while instance.get_run_records(RunsFilter(statuses=ACTIVE), limit=1) and time.monotonic() < deadline:
+                time.sleep(0.5)
+        os.killpg(self.proc.pid, signum)
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.returncode = 0
+
+    def runs(self) -> tuple[int, int, float]:
+        """(runs, failed, median seconds from a run's start to its end)."""
+        from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+
+        with DagsterInstance.from_config(str(self.home)) as instance:
+            records = instance.get_run_records(RunsFilter(job_name=f"{self.task}_incremental"))
+        took = sorted(r.end_time - r.start_time for r in records if r.start_time and r.end_time)
+        failed = sum(r.dagster_run.status == DagsterRunStatus.FAILURE for r in records)
+        return len(records), failed, took[len(took) // 2] if took else NAN
 
 
-def steady(d: Direction, config: Path, rate: int, seconds: float, backlog_ids: int, bounded: bool = False) -> dict:
+def steady(d: Direction, config: Path, rate: int, seconds: float, backlog_ids: int, dagster: bool = False) -> dict:
     tgt = d.postgres.connect("warehouse")
     stamp_commits(tgt)
-    proc = BoundedRuns(d, config) if bounded else start_cli(d, config, f"{d.name}_follow")
+    proc = DagsterPath(d, config) if dagster else start_cli(d, config, f"{d.name}_follow")
     src = d.connect()
     # A probe row through the whole path first: the writer starts once sync is up and applying.
     run(src, "INSERT INTO benchi.events (id, a, written_at) VALUES (0, 0, %s)", (time.time(),))
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + (300 if dagster else 120)
     while not run(tgt, "SELECT 1 FROM benchi.events WHERE id = 0"):
         if proc.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"sync did not apply the probe row (exit {proc.returncode}): {d.name}_follow.log")
@@ -413,10 +444,11 @@ def steady(d: Direction, config: Path, rate: int, seconds: float, backlog_ids: i
     drain = time.monotonic() - stopped
     ok = verify(f"{d.name} steady state", d, "warehouse")
     proc.send_signal(signal.SIGTERM)
-    if bounded:
-        proc.thread.join(600)
-        code, rss = proc.failed, NAN
-        print(f"  {d.name}: {proc.runs} bounded runs (sync --until-caught-up), {proc.failed} failed")
+    if dagster:
+        runs, code, took = proc.runs()
+        rss = NAN
+        print(f"  {d.name}: the sensor launched {runs} runs of {proc.task}_incremental ({code} failed; median "
+              f"{took:.1f} s from a run's start to its end)")
     else:
         code, rss = reap(proc, 60)
     n, pcts, worst = run(tgt, f"SELECT COUNT(*), percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY {LAG}), "
@@ -426,7 +458,8 @@ def steady(d: Direction, config: Path, rate: int, seconds: float, backlog_ids: i
     r = {"rate": out["written"] / out["secs"], "p50": p50, "p99": p99, "max": worst, "ok": ok and code == 0}
     print(f"{d.name} steady state: writer {out['written']:,} changes in {out['secs']:.1f} s = {r['rate']:,.0f}/s; "
           f"lag over {n:,} rows p50 {p50:.3f} s, p99 {p99:.3f} s, max {worst:.3f} s; caught up {drain:.1f} s after "
-          f"the writer stopped; SIGTERM -> exit code {code}; peak RSS of sync {rss:,.0f} MiB")
+          f"the writer stopped; "
+          + (f"{code} runs failed" if dagster else f"SIGTERM -> exit code {code}; peak RSS of sync {rss:,.0f} MiB"))
     return r
 
 
@@ -442,8 +475,8 @@ def main() -> int:
                         help="instead: one transaction updating N rows (default 2,000,000)")
     parser.add_argument("--targets", type=int, default=1, help="PostgreSQL targets of the in-process task")
     parser.add_argument("--tx-rows", type=int, default=TX_ROWS, help="changes per backlog transaction")
-    parser.add_argument("--bounded", action="store_true",
-                        help="steady state through bounded runs back to back (the Dagster path, less its sensor)")
+    parser.add_argument("--dagster", action="store_true",
+                        help="steady state through the daemon's sensor-launched bounded runs (the Dagster path)")
     args = parser.parse_args()
     TARGETS, TX_ROWS = args.targets, args.tx_rows
     base = Path(args.dir)
@@ -462,7 +495,7 @@ def main() -> int:
             reset(d)
             c = catch_up(d, args.changes)
             results.append((d.name, c, steady(d, c["config"], args.rate, args.seconds, args.changes // 2,
-                                              args.bounded)))
+                                              args.dagster)))
     finally:
         stop_servers(base / "servers")
     print(f"\n{os.cpu_count()} CPUs; backlog {args.changes // 2 * 2:,} changes in transactions of {TX_ROWS:,}; steady {args.rate:,}/s for "
