@@ -14,20 +14,32 @@ from __future__ import annotations
 
 import gc
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 YOUNG_OBJECTS = 100_000  # allocations (net of deallocations) between two collections of the youngest generation
 SWITCH_SECONDS = 0.0002
 
+_lock = threading.Lock()
+_inside = 0  # syncs of this process applying the log now: the first one sets, the last one restores
+_saved: tuple = ()
+
 
 @contextmanager
 def applying_the_log() -> Iterator[None]:
-    threshold, switch = gc.get_threshold(), sys.getswitchinterval()
-    gc.set_threshold(max(threshold[0], YOUNG_OBJECTS), *threshold[1:])
-    sys.setswitchinterval(min(switch, SWITCH_SECONDS))
+    global _inside, _saved
+    with _lock:
+        if _inside == 0:
+            threshold, switch = _saved = gc.get_threshold(), sys.getswitchinterval()
+            gc.set_threshold(max(threshold[0], YOUNG_OBJECTS), *threshold[1:])
+            sys.setswitchinterval(min(switch, SWITCH_SECONDS))
+        _inside += 1
     try:
         yield
     finally:
-        gc.set_threshold(*threshold)
-        sys.setswitchinterval(switch)
+        with _lock:
+            _inside -= 1
+            if _inside == 0:
+                gc.set_threshold(*_saved[0])
+                sys.setswitchinterval(_saved[1])
