@@ -185,8 +185,11 @@ class Log(Protocol):
     def prepare(self, tables: list[TableId], replan: bool = False) -> Position | None:
         """Make the source keep its log from now on for these tables (a slot, a publication); before any watermark."""
 
-    def reader(self, schemas: dict[TableId, TableSchema], purpose: str = "sync") -> LogReader:
-        """A reader of the captured tables; `purpose` tells concurrent readers apart (sync, one per backfill)."""
+    def reader(self, schemas: dict[TableId, TableSchema], purpose: str = "sync",
+               source_text: bool = False) -> LogReader:
+        """A reader of the captured tables; `purpose` tells concurrent readers apart (sync, one per backfill).
+        With `source_text` (every sink `parses_source_text`), a value outside the key may stay the source's own
+        text of it where the log carries one (PostgreSQL); keys are always the values the snapshot reads."""
 
     def earliest(self) -> Position: ...
 
@@ -253,6 +256,11 @@ class Sink(Protocol):
         """The split leases of this task, kept where both runs would write: in the target."""
 
     def apply_changes(self, tx: Any, schema: TableSchema, changes: TableChanges) -> None: ...
+
+    def parses_source_text(self) -> bool:
+        """Whether `apply_changes` takes a value outside the key as the source's own text of it (the log's text
+        of a PostgreSQL value, into a PostgreSQL column declared as in the source): the column's type then
+        parses it to the same value, and the log reader need not build a Python value from it."""
 
     def range_rows(self, schema: TableSchema, key_range: KeyRange, kind: str, source_db_type: str,
                    source_keys: list[tuple]) -> list[tuple]:

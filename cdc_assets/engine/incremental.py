@@ -31,6 +31,7 @@ from cdc_assets.core.positions import Position, earliest, is_before
 from cdc_assets.core.read_limit import ChangePacer
 from cdc_assets.core.slow_batch import SlowBatch, slow
 from cdc_assets.core.tables import TableId, TableSchema
+from cdc_assets.engine.interpreter import applying_the_log
 from cdc_assets.engine.faults import crash_point
 from cdc_assets.engine.log_start import resolve_start, snapshot_horizons, split_watermarks
 from cdc_assets.engine.membership import membership, release_bound
@@ -106,7 +107,7 @@ def sync(rt: TaskRuntime, *, until_caught_up: bool = False, stop: threading.Even
     """Apply the log to the target until `stop` is set or, with `until_caught_up`, until the log end seen at the
     start. An unreachable source or target is retried with backoff; a lost position is not. Holds the task's
     lease (no savepoint command runs meanwhile) and first finishes an interrupted savepoint rollback."""
-    with task_lease(rt, doing="sync"):
+    with task_lease(rt, doing="sync"), applying_the_log():
         recover(rt)
         return _sync(rt, until_caught_up, stop, on_batch)
 
@@ -201,7 +202,9 @@ class _Session:
         limit = rt.config.pipeline.read_limit  # paced after each checkpoint, since this session started
         self.pacer = ChangePacer(limit.rows_per_second, limit.bytes_per_second, stop.wait)
         self._hand_pacer()
-        self.reader = rt.log.reader(self.schemas)
+        # Values the sinks would only print again stay the source's text: one sink needing Python values decides.
+        self.reader = rt.log.reader(self.schemas, source_text=bool(self.lanes) and all(
+            lane.rt.sink.parses_source_text() for lane in self.lanes))
 
     def _hand_pacer(self) -> None:
         """The lanes apply the same log in step: the first one still applying paces them all."""

@@ -92,6 +92,9 @@ class SqlSink:
         the columns they carry)."""
         raise NotImplementedError
 
+    def parses_source_text(self) -> bool:
+        return False
+
     def target_row(self, cursor, schema: TableSchema, key: tuple) -> tuple | None:
         """The target's row under `key`, every column in schema order, in a form the dialect writes back
         unchanged; None when there is none."""

@@ -131,7 +131,8 @@ class _Renderer:
         kinds.discard(_NONE)
         kind = kinds.pop() if len(kinds) == 1 else None
         if kind is str:
-            if any(c in "".join(filter(None, values)) for c in SPECIAL):
+            joined = "".join(filter(None, values))  # once, not once per special character
+            if any(c in joined for c in SPECIAL):
                 values = [v if v is None else escape(v) for v in values]
             return [NULL if v is None else v for v in values] if nulls else values
         convert = _BUILTIN_TEXT.get(kind) if kind is not int or self.plain_ints else None

@@ -50,6 +50,12 @@ class PostgresSink(SqlSink):
             return "geometry"  # unconstrained: each value keeps its own SRID, as in MySQL
         return kind_to_postgres(column)
 
+    def parses_source_text(self) -> bool:
+        # Same engine, columns declared as in the source (an enum as text, its label): every type's input
+        # function reads its own output back to the same value, as pg_dump relies on. The reader's session
+        # settings (DateStyle ISO, IntervalStyle postgres, UTC) print texts any target session reads alike.
+        return self.source_db_type == "postgres"
+
     @cached_property
     def _unique_keys(self) -> dict[TableId, bool]:
         return {}  # see _upserts

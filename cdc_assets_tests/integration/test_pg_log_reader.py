@@ -53,11 +53,11 @@ class Capture:
         ensure_publication(self.conn, self.publication, [self.table(t) for t in tables])
         return ensure_slot(self.conn, self.slot)
 
-    def reader(self, *tables: str) -> PgLogReader:
+    def reader(self, *tables: str, source_text: bool = False) -> PgLogReader:
         """A reader whose consumer does not acknowledge every transaction (these tests read the log, mostly
         without applying it anywhere)."""
         schemas = {self.table(t): self.source.describe(self.table(t)) for t in tables}
-        return PgLogReader(self.url, self.slot, self.publication, schemas, acknowledged=False)
+        return PgLogReader(self.url, self.slot, self.publication, schemas, acknowledged=False, source_text=source_text)
 
 
 @pytest.fixture
@@ -129,6 +129,27 @@ def test_values_equal_what_select_reads(db):
     assert (first["iv"], first["t"], first["bi"]) == ("1 mon 2 days 03:04:05", "hi 😀 é", 9223372036854775807)
     assert set(nulls.values()) == {3, None}
     assert [c.before for c in deleted.changes] == [{"id": 1}, {"id": 2}, {"id": 3}]
+
+
+def test_with_source_text_values_outside_the_key_are_the_servers_text(db):
+    """For PostgreSQL targets (Sink.parses_source_text): each value as `column::text` prints it, the key cast."""
+    db.execute(TYPES_DDL)
+    start = db.capture("types_t")
+    db.commit(f"INSERT INTO types_t VALUES {', '.join(ROWS)}")
+    with db.conn.cursor() as cur:
+        cur.execute("SET TimeZone = 'UTC'")
+        cur.execute("SELECT id, i::text, bi::text, n::text, t, by::text, ts::text, tz::text, d::text, j::text, arr::text, "
+                    "u::text, CASE b WHEN true THEN 't' WHEN false THEN 'f' END AS b, iv::text, r::text, uus::text "
+                    "FROM types_t ORDER BY id")  # bool's output is 't'/'f' ('true' is its cast to text)
+        names = [d.name for d in cur.description]
+        expected = [dict(zip(names, row)) for row in cur.fetchall()]
+    stop = db.commit("UPDATE types_t SET i = 7 WHERE id = 1")
+    inserted, updated = transactions(db.reader("types_t", source_text=True).read(start, stop_at=stop))
+
+    assert [{k: (v, want.get(k)) for k, v in c.after.items() if v != want.get(k)}  # (read, selected) per column
+            for c, want in zip(inserted.changes, expected)] == [{}, {}, {}]
+    assert [c.key for c in inserted.changes] == [(1,), (2,), (3,)]
+    assert (updated.changes[0].key, updated.changes[0].after["i"], updated.changes[0].after["b"]) == ((1,), "7", "t")
 
 
 def test_acknowledged_transactions_are_not_replayed_unacknowledged_ones_are(db):

@@ -197,6 +197,9 @@ class MongoSink:
         self.collection(staging).drop()
         self._staged.pop(staging, None)
 
+    def parses_source_text(self) -> bool:
+        return False  # documents hold typed values
+
     def apply_changes(self, tx: MongoTx, schema: TableSchema, changes: TableChanges) -> None:
         target = self.collection(schema.table)
         ops = operations(schema, changes, lambda _id: target.find_one({ID: _id}, session=tx.session),

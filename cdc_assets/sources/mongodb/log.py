@@ -59,7 +59,8 @@ class MongoLog:
                              "check the database and collection names in source.collections")
         return None
 
-    def reader(self, schemas: dict[TableId, TableSchema], purpose: str = "sync") -> "MongoLogReader":
+    def reader(self, schemas: dict[TableId, TableSchema], purpose: str = "sync",
+               source_text: bool = False) -> "MongoLogReader":  # BSON carries typed values, not texts
         return MongoLogReader(self.url, {t: spec_from_schema(s) for t, s in schemas.items()})
 
     def earliest(self) -> MongoPosition:

@@ -25,7 +25,8 @@ class MysqlLog:
     def prepare(self, tables: list[TableId], replan: bool = False) -> None:
         """Nothing to create: the server keeps binlogs by its own expiry settings."""
 
-    def reader(self, schemas: dict[TableId, TableSchema], purpose: str = "sync") -> BinlogReader:
+    def reader(self, schemas: dict[TableId, TableSchema], purpose: str = "sync",
+               source_text: bool = False) -> BinlogReader:  # the binlog carries binary values, not texts
         # One server id per purpose: a replica connection with a taken id kicks the other one off.
         return BinlogReader(self.url, default_server_id(f"{self.task_id}#{purpose}"), schemas)
 

@@ -33,12 +33,16 @@ class _Relation:
     names: tuple[str, ...]
     converters: tuple[Callable[[str], Any] | None, ...]  # None: the value is its text
     key: tuple[str, ...] | None  # the captured table's key columns; None: not captured
+    converted: tuple[tuple[int, str, Callable[[str], Any]], ...] = ()  # (index, name, converter) of each converter
 
     def image(self, values: tuple, key_only: bool = False, old: tuple | None = None) -> dict:
         """Column name -> value. Unchanged TOASTed values are left out unless `old` (a full old row) has them."""
         if not key_only and old is None and pgoutput.UNCHANGED not in values:  # a whole row: most changes
-            return {name: value if convert is None or value.__class__ is not str else convert(value)
-                    for name, convert, value in zip(self.names, self.converters, values)}
+            row = dict(zip(self.names, values))  # texts and NULLs as they are, then the columns to convert
+            for i, name, convert in self.converted:
+                if (value := values[i]).__class__ is str:
+                    row[name] = convert(value)
+            return row
         row = {}
         for i, (column, convert, value) in enumerate(zip(self.message.columns, self.converters, values)):
             if key_only and not column.is_key:
@@ -64,16 +68,19 @@ class Assembler:
     Transactions that end at or before `start` were applied already and yield nothing. With `part_events`, a
     transaction's changes are handed out in TransactionParts of that many (not positioned yet: the commit's end
     is unknown) whenever that many are held, and its Transaction holds the rest. A partition's changes count as
-    its configured partitioned table's (`owners`).
+    its configured partitioned table's (`owners`). With `source_text`, a column outside the table's key keeps
+    its text: no Python value is built that the sink would only print again.
     """
 
     def __init__(self, start: PgPosition, schemas: dict[TableId, TableSchema], cursor, catalog: Catalog,
-                 part_events: int | None = None, owners: dict[TableId, TableId] | None = None) -> None:
+                 part_events: int | None = None, owners: dict[TableId, TableId] | None = None,
+                 source_text: bool = False) -> None:
         self.start = start
         self.part_events = part_events
         self.boundary = start  # the end of the last commit seen, or start
         self.schemas = schemas
         self.owners = owners or {}
+        self.source_text = source_text
         self.cursor = cursor
         self.inside = False
         self.replayed = False
@@ -123,11 +130,15 @@ class Assembler:
         return [Transaction(changes, end, message.commit_time.timestamp(), self.begin.xid)]
 
     def _relation(self, message: pgoutput.Relation) -> list:
-        converters = tuple(converter(self.catalog.base_type(c.type_oid), self.cursor) for c in message.columns)
         table = self._table_of(message)
         schema = self.schemas.get(table)
-        self.relations[message.relation_id] = _Relation(message, table, tuple(c.name for c in message.columns),
-                                                        converters, schema and schema.primary_key)
+        key = schema.primary_key if schema else ()
+        converters = tuple(None if self.source_text and c.name not in key
+                           else converter(self.catalog.base_type(c.type_oid), self.cursor) for c in message.columns)
+        names = tuple(c.name for c in message.columns)
+        self.relations[message.relation_id] = _Relation(
+            message, table, names, converters, schema and schema.primary_key,
+            tuple((i, names[i], c) for i, c in enumerate(converters) if c is not None))
         self.unchecked.add(message.relation_id)
         return []
 

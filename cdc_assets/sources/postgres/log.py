@@ -35,8 +35,10 @@ class PostgresLog:
         finally:
             conn.close()
 
-    def reader(self, schemas: dict[TableId, TableSchema], purpose: str = "sync") -> PgLogReader:
-        return PgLogReader(self.url, self.slot, self.publication, schemas, acknowledged=purpose == "sync")
+    def reader(self, schemas: dict[TableId, TableSchema], purpose: str = "sync",
+               source_text: bool = False) -> PgLogReader:
+        return PgLogReader(self.url, self.slot, self.publication, schemas, acknowledged=purpose == "sync",
+                           source_text=source_text)
 
     def earliest(self) -> PgPosition:
         """The oldest position the slot can still decode from."""

@@ -54,10 +54,11 @@ class PgLogReader:
     that an idle slot stops holding WAL back. While the reader holds back for that reason it yields
     Idle(flush=True): the consumer should commit what it has. A consumer that never acknowledges (`acknowledged`
     False: a bounded look at the log) is not waited for, and the slot may then be confirmed past what it read.
+    With `source_text`, values outside the key stay the text pgoutput sent (see `Sink.parses_source_text`).
     """
 
     def __init__(self, url: DbUrl, slot: str, publication: str, schemas: dict[TableId, TableSchema],
-                 acknowledged: bool = True) -> None:
+                 acknowledged: bool = True, source_text: bool = False) -> None:
         if not url.database:
             raise SourceSetupError(f"source url {url} names no database",
                                    "add it: postgresql://user@host:5432/<database>")
@@ -66,6 +67,7 @@ class PgLogReader:
         self.publication = publication
         self.schemas = schemas
         self.acknowledged = acknowledged
+        self.source_text = source_text
         self._cursor = None
         self._closed = False
         self._ack: PgPosition | None = None  # sent by the reading thread: a replication cursor is not shared
@@ -100,7 +102,7 @@ class PgLogReader:
 
     def _stream(self, cursor, start: PgPosition, stop_at: PgPosition | None, catalog: Catalog,
                 part_events: int | None, owners: dict) -> Iterator:
-        asm = Assembler(start, self.schemas, cursor, catalog, part_events, owners)
+        asm = Assembler(start, self.schemas, cursor, catalog, part_events, owners, self.source_text)
         feedback = Feedback(lambda **kw: self._call(lambda: cursor.send_feedback(**kw)), start.lsn)
         sent = reported = start  # `sent`: every transaction committing before it was received
         last_yield = time.monotonic()
