@@ -17,9 +17,9 @@ from pathlib import Path
 
 ARCHIVE_DIR_ENV = "CDC_ASSETS_CLASS_ARCHIVE_DIR"  # where archives live; "off" for none
 _WAIT_FOR_DUMP_SECS = 120
-# The JVM's own warnings (an archive that does not match; the classes it cannot archive, while writing one) to
-# stderr, which the CLI sends to spark.log, instead of stdout.
-_LOG = "-Xlog:disable -Xlog:all=warning:stderr"
+# The JVM's own warnings to stderr (which the CLI sends to spark.log) instead of stdout, without the archive's: one
+# line per class it cannot archive (signed jars) when writing one, and an archive that does not match is not news.
+_LOG = "-Xlog:disable -Xlog:all=warning:stderr -Xlog:cds*=off:stderr"
 
 
 def archive_option(jars: str) -> tuple[str, Path | None]:
