@@ -1,19 +1,23 @@
-"""Snapshot throughput: `cdc-assets snapshot` on 1,000,000 rows, MySQL->PostgreSQL and PostgreSQL->PostgreSQL,
-beside the practical limit of this machine measured in the same run (server-side export + COPY).
+"""Snapshot throughput: `cdc-assets snapshot` on 1,000,000 and 3,000,000 rows, MySQL->PostgreSQL and
+PostgreSQL->PostgreSQL, beside the practical limit of this machine measured in the same run (server-side export +
+COPY).
 
-    python bench/snapshot.py [--rows 1000000] [--dir /tmp/cdc-bench]
+    python bench/snapshot.py [--rows 1000000,3000000] [--dir /tmp/cdc-bench]
 
-Prints per direction: end-to-end seconds and rows/s of the CLI (Spark and Dagster start-up included), the same
-work in-process with a started Spark session (start-up excluded), the limit, the ratio, and peak memory.
+Prints per row count and direction: end-to-end seconds and rows/s of the CLI (process, Spark and Dagster start-up
+included), the same work in-process with a started Spark session (start-up excluded), the limit, both ratios
+(limit / ours), and the peak RSS of each case's processes (the largest one, and all of them together: driver,
+JVM, Python workers).
 """
 from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -84,10 +88,79 @@ def fresh_state(base: Path, name: str) -> None:
     subprocess.run(["rm", "-rf", str(base / f"state_{name}")], check=True)
 
 
-def cli_run(config: Path, env: dict) -> float:
+class PeakRss:
+    """Peak resident memory of a process and its descendants, sampled every 50 ms: the largest process, and the
+    sum over the tree (the JVM outlives a waited-for child's accounting, so getrusage cannot tell it)."""
+
+    def __init__(self) -> None:
+        self.largest = self.total = 0
+
+    @contextmanager
+    def watching(self, pid: int):
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(0.05):
+                sizes = [_rss(p) for p in _tree(pid)]
+                self.largest, self.total = max(self.largest, *sizes, 0), max(self.total, sum(sizes))
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            sampler.join()
+
+    def text(self) -> str:
+        return f"largest process {self.largest / 2**20:,.0f} MiB, all {self.total / 2**20:,.0f} MiB"
+
+
+def _tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        if _name(pid) in SERVERS:  # the bench's own database servers are not the snapshot's memory
+            continue
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out
+
+
+SERVERS = {"mariadbd", "mysqld", "postgres"}
+
+
+def _name(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def cli_run(config: Path, env: dict, peak: PeakRss) -> float:
     started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "cdc_assets.cli", "--config", str(config), "snapshot"], env=env, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-m", "cdc_assets.cli", "--config", str(config), "snapshot"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with peak.watching(proc.pid):
+        if proc.wait() != 0:
+            raise SystemExit(f"cdc-assets snapshot failed ({proc.returncode}); see the task's spark.log and errors.log")
     return time.monotonic() - started
 
 
@@ -145,7 +218,7 @@ def copy_in(postgres, path: Path) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--rows", default="1000000,3000000", help="row counts, comma-separated")
     parser.add_argument("--dir", default="/tmp/cdc-bench")
     parser.add_argument("--repeat", type=int, default=1, help="best of N for the in-process run and the limit")
     args = parser.parse_args()
@@ -153,32 +226,34 @@ def main() -> int:
     base.mkdir(parents=True, exist_ok=True)
     base.chmod(0o755)
     mariadb, postgres = start_servers(base / "servers")
-    seed(mariadb, postgres, args.rows)
     env = {**os.environ, "DAGSTER_HOME": str(base / "dagster_home")}
     directions = [
         ("mysql_to_pg", mariadb.url(), lambda: limit_mysql_to_pg(mariadb, postgres, base)),
         ("pg_to_pg", postgres.url("benchsrc"), lambda: limit_pg_to_pg(postgres, base)),
     ]
-    print(f"{args.rows:,} rows of (int key, int, varchar(64), decimal(12,2), datetime(6), double); "
-          f"{os.cpu_count()} cores; Spark local[*]")
-    for name, source_url, limit in directions:
-        config = write_config(base, name, source_url, postgres.url("warehouse"))
-        reset_target(postgres)
-        fresh_state(base, name)
-        e2e = cli_run(config, env)
-        runs = []
-        for _ in range(args.repeat):
+    print(f"rows of (int key, int, varchar(64), decimal(12,2), datetime(6), double); {os.cpu_count()} cores; "
+          "Spark local[*]; ratios are limit / ours")
+    for rows in [int(r.replace("_", "")) for r in args.rows.split(",")]:
+        seed(mariadb, postgres, rows)
+        for name, source_url, limit in directions:
+            config = write_config(base, name, source_url, postgres.url("warehouse"))
             reset_target(postgres)
             fresh_state(base, name)
-            runs.append(in_process_run(config))
-        startup, core = min(runs, key=lambda r: r[1])
-        reset_target(postgres)
-        lim = min(limit() for _ in range(args.repeat))
-        print(f"{name}: cdc-assets snapshot end-to-end {e2e:.1f} s = {args.rows / e2e:,.0f} rows/s | "
-              f"Spark start-up excluded {core:.1f} s = {args.rows / core:,.0f} rows/s (start-up {startup:.1f} s) | "
-              f"limit (export + COPY) {lim:.1f} s = {args.rows / lim:,.0f} rows/s | ratio {lim / core:.2f}")
-    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-    print(f"peak RSS of one process (driver JVM or Python): {peak / 1024:,.0f} MiB")
+            cli_peak, core_peak = PeakRss(), PeakRss()
+            e2e = cli_run(config, env, cli_peak)
+            runs = []
+            with core_peak.watching(os.getpid()):
+                for _ in range(args.repeat):
+                    reset_target(postgres)
+                    fresh_state(base, name)
+                    runs.append(in_process_run(config))
+            startup, core = min(runs, key=lambda r: r[1])
+            reset_target(postgres)
+            lim = min(limit() for _ in range(args.repeat))
+            print(f"{rows:,} rows {name}: end-to-end {e2e:.1f} s = {rows / e2e:,.0f} rows/s, ratio {lim / e2e:.2f} | "
+                  f"Spark start-up excluded {core:.1f} s = {rows / core:,.0f} rows/s, ratio {lim / core:.2f} "
+                  f"(start-up {startup:.1f} s) | limit (export + COPY) {lim:.1f} s = {rows / lim:,.0f} rows/s | "
+                  f"peak RSS end-to-end: {cli_peak.text()}; in process: {core_peak.text()}", flush=True)
     return 0
 
 

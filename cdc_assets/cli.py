@@ -141,11 +141,17 @@ def cmd_plan(args) -> int:
 
 
 def cmd_snapshot(args) -> int:
-    from cdc_assets.defs.snapshot_run import run_snapshot
+    from cdc_assets.engine.early_spark import EarlySpark
 
     config, path = _config(args)
-    instance = _instance(config)
-    report = run_snapshot(config, path, instance)
+    spark = EarlySpark(config)  # the JVM starts while Dagster is imported and the plans are made
+    try:
+        from cdc_assets.defs.snapshot_run import run_snapshot
+
+        instance = _instance(config)
+        report = run_snapshot(config, path, instance, spark_ready=spark.wait)
+    finally:
+        spark.wait()
     for line in report.lines():
         print(line)
     if report.unfinished:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import dagster as dg
 
@@ -57,7 +58,9 @@ class SnapshotReport:
                 "run `cdc-assets snapshot` again to retry them")
 
 
-def run_snapshot(config: TaskConfig, config_path: str, instance: dg.DagsterInstance) -> SnapshotReport:
+def run_snapshot(config: TaskConfig, config_path: str, instance: dg.DagsterInstance,
+                 spark_ready: Callable[[], None] = lambda: None) -> SnapshotReport:
+    """`spark_ready`: returns once a session started early (the CLI's) is up, or failed to start."""
     runtime = TaskRuntime(config)
     try:
         plans = [p.plan for p in ensure_plans(runtime)]
@@ -72,6 +75,7 @@ def run_snapshot(config: TaskConfig, config_path: str, instance: dg.DagsterInsta
     resources = {"cdc_task": CdcTask(config_path=config_path), "pyspark": task_spark(config, stop_on_teardown=False)}
     reports = []
     try:
+        spark_ready()
         for plan in plans:
             asset = defs.get_assets_def(asset_key(config.task_id, plan.table))
             reports.append(_snapshot_table(instance, asset, resources, plan, finished, config.snapshot.partitions_per_run))

@@ -107,35 +107,61 @@ def write_jdbc(frame: DataFrame, write: JdbcWrite) -> None:
 def write_copy(frame: DataFrame, write: CopyWrite, limit: TaskShare | None = None) -> int:
     """COPY text lines (the frame's first column) into a PostgreSQL staging table.
 
-    Each partition arrives as Arrow batches in a Python worker, which streams them to `COPY ... FROM STDIN`
+    Each partition arrives as Arrow batches in a Python worker, which streams them into one `COPY ... FROM STDIN`
     over its own connection, in one transaction per partition (as Spark's JDBC writer does); with a `limit`,
-    paced after each batch by its rows and the byte length of its COPY lines."""
+    paced after each batch by its rows and the byte length of its COPY lines. No Python object per row: each
+    batch's lines get their newline in one Arrow kernel, and the string column's data buffer is the COPY payload
+    as it is."""
     connect_args, copy_sql = write.connect_args, write.copy_sql
 
     def copy_partition(batches):
-        import io
-
         import psycopg2
         import pyarrow as pa
 
-        rows, pacer = 0, limit.pacer() if limit is not None else None
+        stream = _CopyStream(batches, limit.pacer() if limit is not None else None)
         conn = psycopg2.connect(**connect_args)
         try:
             with conn, conn.cursor() as cur:
-                for batch in batches:
-                    lines = batch.column(0).to_pylist()
-                    data = ("\n".join(lines) + "\n").encode() if lines else b""
-                    if lines:
-                        cur.copy_expert(copy_sql, io.BytesIO(data))
-                    rows += len(lines)
-                    if pacer is not None:
-                        pacer.pace(len(lines), len(data))
+                cur.copy_expert(copy_sql, stream)
         finally:
             conn.close()
-        yield pa.RecordBatch.from_pydict({"rows": [rows]})
+        yield pa.RecordBatch.from_pydict({"rows": [stream.rows]})
 
-    total = frame.select(frame.columns[0]).mapInArrow(copy_partition, "rows long").groupBy().sum("rows").collect()
-    return int(total[0][0] or 0)
+    # One count per partition, summed here: a groupBy would add a shuffle stage to every group's job.
+    counts = frame.select(frame.columns[0]).mapInArrow(copy_partition, "rows long").collect()
+    return sum(int(r[0]) for r in counts)
+
+
+class _CopyStream:
+    """The file `copy_expert` reads: each read the COPY text of the next Arrow batch of lines, as one bytes object
+    cut from the batch's own buffers."""
+
+    def __init__(self, batches, pacer) -> None:
+        self.batches, self.pacer, self.rows = iter(batches), pacer, 0
+
+    def read(self, size: int = -1) -> bytes:
+        for batch in self.batches:
+            if batch.num_rows:
+                data = copy_payload(batch.column(0))
+                self.rows += batch.num_rows
+                if self.pacer is not None:
+                    self.pacer.pace(batch.num_rows, len(data))
+                return data
+        return b""
+
+
+def copy_payload(lines) -> bytes:
+    """An Arrow string (or binary) array of COPY lines as COPY text: each line and a newline, in one buffer."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if lines.null_count:
+        raise ValueError("a COPY line is NULL")  # the source renders NULL values as \\N: a NULL line is a bug
+    empty, newline = (pa.scalar(v, lines.type) for v in ("", "\n"))
+    ended = pc.binary_join_element_wise(lines, empty, newline)  # line + "\n" + ""
+    wide = pa.types.is_large_string(ended.type) or pa.types.is_large_binary(ended.type)
+    offsets = memoryview(ended.buffers()[1]).cast("q" if wide else "i")
+    return memoryview(ended.buffers()[2])[offsets[ended.offset]:offsets[ended.offset + len(ended)]].tobytes()
 
 
 def write_tasks(frame: DataFrame, write: TaskWrite, limit: TaskShare | None = None) -> int:
