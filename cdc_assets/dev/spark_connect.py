@@ -54,6 +54,8 @@ class SparkConnectServer:
             "spark.executor.extraJavaOptions": JVM_OPTIONS,
             "spark.sql.session.timeZone": "UTC",
             "spark.local.dir": str(self.base / "tmp"),
+            # Said explicitly, so that a session reads its group width from the conf instead of running a job.
+            "spark.default.parallelism": str(os.cpu_count() if self.cores == "*" else self.cores),
             **self.conf,
         }
         args = [str(Path(_pyspark_home()) / "bin" / "spark-submit"), "--class", SERVER,

@@ -31,7 +31,9 @@ def _remote_parallelism(spark: SparkSession) -> int:
     configured = spark.conf.get("spark.default.parallelism", None)
     if configured:
         return max(1, int(configured))
-    from pyspark.sql import functions as F
+    # The Connect module's function: pyspark.sql.functions builds classic columns unless the whole process was
+    # switched to Connect mode (SPARK_CONNECT_MODE_ENABLED, which would also turn later local sessions remote).
+    from pyspark.sql.connect.functions import spark_partition_id
 
     # A range of more rows than any server has cores leaves no partition empty.
-    return max(1, spark.range(4096).select(F.spark_partition_id().alias("p")).distinct().count())
+    return max(1, spark.range(4096).select(spark_partition_id().alias("p")).distinct().count())

@@ -22,8 +22,7 @@ pytestmark = [pytest.mark.connect, pytest.mark.spark]
 @pytest.fixture(scope="module")
 def connect_server():
     base = Path(tempfile.mkdtemp(prefix="cdc-test-spark-connect-"))
-    server = SparkConnectServer(base, cores="2", driver_memory="1g",
-                                conf={"spark.default.parallelism": "2"}).start()
+    server = SparkConnectServer(base, cores="2", driver_memory="1g").start()
     try:
         yield server
     finally:
