@@ -74,6 +74,12 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--dir", default=".cdc-demo", help="folder for servers, config and state")
     demo.add_argument("--rows", type=int, default=200_000, help="rows in the largest demo table")
     demo.set_defaults(func=cmd_demo)
+    connect = sub.add_parser("spark-connect-server", help="run a long-lived Spark Connect server on loopback (local[*], "
+                                                          "the JDBC jars) that tasks with spark.remote attach to")
+    connect.add_argument("--port", type=int, default=15002, help="its port on 127.0.0.1 (default 15002)")
+    connect.add_argument("--dir", default=".cdc-spark-connect", help="folder for its log and temp files")
+    connect.add_argument("--driver-memory", default="2g")
+    connect.set_defaults(func=cmd_spark_connect_server)
     return p
 
 
@@ -296,6 +302,24 @@ def cmd_demo(args) -> int:
     from cdc_assets.dev.demo import run_demo
 
     return run_demo(Path(args.dir).resolve(), rows=args.rows)
+
+
+def cmd_spark_connect_server(args) -> int:
+    import signal
+
+    from cdc_assets.dev.spark_connect import SparkConnectServer
+
+    server = SparkConnectServer(Path(args.dir).resolve(), port=args.port, driver_memory=args.driver_memory)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop the server's process group on the way out
+    try:
+        server.start()
+        print(f"Spark Connect server at {server.url} (log: {server.log}); set spark.conf spark.remote: {server.url}",
+              flush=True)
+        return server.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        server.stop()
 
 
 if __name__ == "__main__":

@@ -255,10 +255,13 @@ class SparkConfig(_Model):
     def _no_maven(cls, conf: dict[str, str]) -> dict[str, str]:
         if "spark.jars.packages" in conf:
             raise ValueError("spark.jars.packages downloads from Maven; list local jar files in spark.jars instead")
-        if "spark.remote" in conf or conf.get("spark.api.mode", "").lower() == "connect":
-            # A Connect session has no SparkContext: no RDDs (TaskExport/TaskWrite), addPyFile, defaultParallelism.
-            raise ValueError("Spark Connect (spark.remote, spark.api.mode: connect) is not supported: the snapshot "
-                             "uses the SparkContext and RDDs; give a spark:// master in spark.master instead")
+        remote = conf.get("spark.remote")
+        if remote is not None and not remote.startswith("sc://"):
+            raise ValueError(f"spark.remote must be a Spark Connect URL sc://host:port, not {remote!r}")
+        if remote is None and conf.get("spark.api.mode", "").lower() == "connect":
+            # pyspark would start a Connect server inside this process: a JVM per run, what spark.remote avoids.
+            raise ValueError("spark.api.mode: connect needs spark.remote: sc://host:port, the long-lived server "
+                             "runs attach to (README, \"Spark Connect\")")
         return conf
 
 

@@ -126,6 +126,7 @@ def combine(tasks: list[tuple[TaskConfig, str]], bad: list[BadTaskFile], folder:
         schedules=[s for _, d in parts for s in (d.schedules or [])],
         resources=resources,
         metadata=metadata,
+        executor=dg.in_process_executor,  # as build_definitions: a run's steps in its own process
     )
 
 

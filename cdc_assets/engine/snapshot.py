@@ -32,6 +32,7 @@ from cdc_assets.resumer.resumer import SplitWatermarks
 from cdc_assets.engine.faults import crash_point
 from cdc_assets.engine.target_down import answering, one_line
 from cdc_assets.spark.errors import root_cause
+from cdc_assets.spark.parallelism import parallelism
 from cdc_assets.spark.staging import stage_each
 
 log = logging.getLogger("cdc_assets.snapshot")
@@ -139,7 +140,7 @@ def _pipeline(rt: TaskRuntime, lanes: list[TaskRuntime], plan: SplitPlan, schema
     The commit is one PostgreSQL/MySQL backend working alone: overlapping it with the next read keeps both
     cores busy. Each group has its own watermarks; finished markers follow each group's commit. A group's
     splits are leased (the sink's split locks) from before its low watermark until its commit settled."""
-    width = max(1, rt.spark.sparkContext.defaultParallelism)
+    width = parallelism(rt.spark)
     groups = [splits[i:i + width] for i in range(0, len(splits), width)]
     results: list[SplitResult] = []
     pending: list[tuple[_StagedGroup, Future]] = []

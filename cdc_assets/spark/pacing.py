@@ -1,5 +1,5 @@
 """`snapshot.read_limit` inside Spark: every task of a group of splits paces its own rows with a token bucket
-(core/read_limit.py) at `limit / k`, k the number of tasks that run at once (min(partitions, defaultParallelism)).
+(core/read_limit.py) at `limit / k`, k the number of tasks that run at once (min(partitions, the session's parallelism: spark/parallelism.py)).
 
 Why a share per task and not one shared bucket: tasks run in Python workers of their own (executors, in a
 cluster) that share no memory, and a bucket behind a network call would cost a round trip per batch. Splits are
@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from cdc_assets.config import ReadLimit
 from cdc_assets.core.read_limit import TaskShare, share
+from cdc_assets.spark.parallelism import parallelism
 
 ARROW_BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
 
@@ -32,7 +33,7 @@ def task_share(spark: SparkSession, limit: ReadLimit | None, partitions: int) ->
     """Each task's share of `limit` when a job of `partitions` partitions runs; None without a limit."""
     if limit is None or (limit.rows_per_second is None and limit.bytes_per_second is None):
         return None
-    k = max(1, min(partitions, spark.sparkContext.defaultParallelism))
+    k = max(1, min(partitions, parallelism(spark)))
     return TaskShare(share(limit.rows_per_second, k), share(limit.bytes_per_second, k))
 
 

@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 
 import cdc_assets
+from cdc_assets.spark.parallelism import is_remote
 
 ZIP_NAME = "cdc_assets.zip"
 
@@ -44,6 +45,10 @@ def is_local(master: str) -> bool:
 
 
 def ship_package(session) -> None:
-    """Ship the package to the executors of a session whose master is not local (see the module docstring)."""
-    if not is_local(session.sparkContext.master):
+    """Ship the package to the executors of a session whose master is not local (see the module docstring); to
+    a Spark Connect server as the session's Python artifact (the server's workers, on whatever host, import it
+    from the session's own folder, first on their `sys.path`)."""
+    if is_remote(session):
+        session.addArtifacts(str(package_zip()), pyfile=True)
+    elif not is_local(session.sparkContext.master):
         session.sparkContext.addPyFile(str(package_zip()))

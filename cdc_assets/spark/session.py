@@ -16,12 +16,13 @@ from cdc_assets.spark.class_archive import archive_option, settle_at_exit
 from cdc_assets.spark.errors import jdbc_connect_failure
 from cdc_assets.spark.pyfiles import is_local, ship_package
 
+REMOTE = "spark.remote"
 _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 JVM_STDERR_ENV = "CDC_ASSETS_SPARK_STDERR"  # a file for the JVM's stderr (the CLI without --verbose)
-_JVM_OPTIONS = f"-Duser.timezone=UTC -Dlog4j2.configurationFile={_LOG_CONFIG}"
+JVM_OPTIONS = f"-Duser.timezone=UTC -Dlog4j2.configurationFile={_LOG_CONFIG}"
 # The driver's JIT stops at C1: a snapshot's driver lives seconds to minutes, and C2's compiling took more CPU than
 # its code saved (bench/snapshot.py, 1M rows on 2 cores: the JVM's CPU 5.8 -> 4.5 s, start-up 8.7 -> 7.6 s).
-_DRIVER_OPTIONS = f"{_JVM_OPTIONS} -XX:TieredStopAtLevel=1"
+_DRIVER_OPTIONS = f"{JVM_OPTIONS} -XX:TieredStopAtLevel=1"
 
 
 def spark_settings(config: SparkConfig, app_name: str = "cdc_assets") -> dict[str, str]:
@@ -35,7 +36,7 @@ def spark_settings(config: SparkConfig, app_name: str = "cdc_assets") -> dict[st
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.extraJavaOptions": _DRIVER_OPTIONS,
-        "spark.executor.extraJavaOptions": _JVM_OPTIONS,
+        "spark.executor.extraJavaOptions": JVM_OPTIONS,
         "spark.sql.shuffle.partitions": "4",
         # Spark pads CHAR(n) reads to n; values must arrive as the source returns them.
         "spark.sql.legacy.charVarcharAsString": "true",
@@ -45,6 +46,8 @@ def spark_settings(config: SparkConfig, app_name: str = "cdc_assets") -> dict[st
 
 def start_session(settings: dict[str, str]) -> tuple[SparkSession, bool]:
     """The session, and whether it was started now (False: an already running one was reused)."""
+    if settings.get(REMOTE):
+        return attach_session(settings)
     # Files on the driver only: Spark serves spark.jars to every executor, which fetches and loads them.
     jars = [j for j in settings.get("spark.jars", "").split(",") if j]
     missing = [j for j in jars if not Path(j).is_file()]
@@ -74,6 +77,29 @@ def start_session(settings: dict[str, str]) -> tuple[SparkSession, bool]:
     session.sparkContext.setLogLevel("ERROR")
     if archive is not None:
         settle_at_exit(SparkContext._gateway, archive)
+    if started:
+        ship_package(session)
+    return session, started
+
+
+def attach_session(settings: dict[str, str]) -> tuple[SparkSession, bool]:
+    """A Spark Connect session on the long-lived server `spark.remote` names: no JVM in this process.
+
+    Only SQL settings apply per session (UTC, CHAR as read); the server's own (its master, the JDBC jars, JVM
+    options) are its command line's (README, "Spark Connect"). Each new session gets our package as an artifact,
+    which the server puts on the session's Python workers' `sys.path`."""
+    from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+    started = RemoteSession.getActiveSession() is None and RemoteSession._get_default_session() is None
+    builder = RemoteSession.builder.remote(settings[REMOTE])
+    for key, value in settings.items():
+        if key.startswith("spark.sql."):
+            builder = builder.config(key, value)
+    try:
+        session = builder.getOrCreate()
+    except Exception as exc:
+        raise ConfigError(f"Spark Connect server {settings[REMOTE]} is not reachable: {str(exc).splitlines()[0]}",
+                          "start it (cdc-assets spark-connect-server) or fix spark.remote") from exc
     if started:
         ship_package(session)
     return session, started

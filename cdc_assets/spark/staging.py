@@ -16,6 +16,8 @@ from cdc_assets.core.boundary import CopyWrite, JdbcExport, JdbcWrite, RowExport
 from cdc_assets.core.read_limit import TaskShare, paced_rows
 from cdc_assets.spark.pacing import arrow_batches, paced_frame, task_share
 
+TASK_BATCH_ROWS = 10_000  # a TaskExport's tuples per Arrow batch
+
 
 def stage(spark: SparkSession, export: RowExport, write: JdbcWrite | CopyWrite | TaskWrite,
           fetch_size: int, limit: ReadLimit | None = None) -> int | None:
@@ -92,10 +94,41 @@ def read_export(spark: SparkSession, export: RowExport, fetch_size: int) -> Data
         return spark.read.jdbc(how.endpoint.url, f"({how.query}) AS batch", predicates=list(how.predicates),
                                properties=props)
     if isinstance(how, TaskExport):
-        # One slice per task: each split reads in a task of its own, as a JDBC predicate would.
-        rdd = spark.sparkContext.parallelize(list(how.tasks), max(len(how.tasks), 1)).flatMap(how.read)
-        return spark.createDataFrame(rdd, how.schema)
+        return read_tasks(spark, how)
     raise TypeError(f"unknown export {type(how).__name__}")
+
+
+def read_tasks(spark: SparkSession, how: TaskExport) -> DataFrame:
+    """Each task of `how` in a partition of its own (as a JDBC predicate would be): a frame of task indexes, one
+    per partition, through a `mapInArrow` that runs `how.read` and hands its tuples on as Arrow batches. DataFrame
+    operations only, so a Spark Connect session (no SparkContext, no RDDs) runs it as a local one does."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    schema = spark.createDataFrame([], how.schema).schema
+    arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    tasks, read = how.tasks, how.read
+
+    def read_partition(batches):
+        import pyarrow as pa
+
+        def batch(rows):
+            columns = zip(*rows) if rows else [[] for _ in arrow_schema]
+            return pa.RecordBatch.from_arrays([pa.array(list(values), type=f.type)
+                                               for values, f in zip(columns, arrow_schema)], schema=arrow_schema)
+
+        for indexes in batches:
+            for index in indexes.column(0).to_pylist():
+                rows = []
+                for row in read(tasks[index]):
+                    rows.append(row)
+                    if len(rows) >= TASK_BATCH_ROWS:
+                        yield batch(rows)
+                        rows = []
+                if rows:
+                    yield batch(rows)
+
+    count = max(len(tasks), 1)
+    return spark.range(0, len(tasks), 1, count).mapInArrow(read_partition, schema)
 
 
 def write_jdbc(frame: DataFrame, write: JdbcWrite) -> None:
@@ -167,5 +200,15 @@ def copy_payload(lines) -> bytes:
 def write_tasks(frame: DataFrame, write: TaskWrite, limit: TaskShare | None = None) -> int:
     """Each partition's rows (tuples in the export's shape) through the sink's own client; the rows written."""
     fn = write.write
-    counts = frame.rdd.map(tuple).mapPartitions(lambda rows: [fn(paced_rows(rows, limit))])
-    return int(counts.sum())
+
+    def write_partition(batches):
+        import pyarrow as pa
+
+        def rows():
+            for batch in batches:
+                yield from zip(*(column.to_pylist() for column in batch.columns))
+
+        yield pa.RecordBatch.from_pydict({"rows": [fn(paced_rows(rows(), limit))]})
+
+    total = frame.mapInArrow(write_partition, "rows long").groupBy().sum("rows").collect()
+    return int(total[0][0] or 0)

@@ -39,8 +39,8 @@ def test_missing_env_var_names_it(monkeypatch, tmp_path):
     ({"resumer": {"resume_type": "from_nowhere"}}, "resumer"),
     ({"task_id": "bad id"}, "task_id"),
     ({"spark": {"conf": {"spark.jars.packages": "x"}}}, "spark.jars.packages"),
-    ({"spark": {"conf": {"spark.remote": "sc://127.0.0.1:15002"}}}, "Spark Connect"),
-    ({"spark": {"conf": {"spark.api.mode": "connect"}}}, "Spark Connect"),
+    ({"spark": {"conf": {"spark.remote": "http://127.0.0.1:15002"}}}, "sc://host:port"),
+    ({"spark": {"conf": {"spark.api.mode": "connect"}}}, "needs spark.remote"),
 ])
 def test_bad_values_are_refused_with_the_key(monkeypatch, tmp_path, change, expected):
     monkeypatch.setenv("CDC_TEST_PW", "hunter2")
@@ -48,6 +48,12 @@ def test_bad_values_are_refused_with_the_key(monkeypatch, tmp_path, change, expe
         parse_config(cfg(**change), tmp_path)
     assert expected in str(err.value)
     assert "hunter2" not in str(err.value)
+
+
+def test_spark_remote_is_accepted(monkeypatch, tmp_path):
+    monkeypatch.setenv("CDC_TEST_PW", "x")
+    conf = {"spark.remote": "sc://127.0.0.1:15002", "spark.api.mode": "connect"}
+    assert parse_config(cfg(spark={"conf": conf}), tmp_path).spark.conf["spark.remote"] == "sc://127.0.0.1:15002"
 
 
 def test_wrong_url_scheme_for_db_type_is_masked(monkeypatch, tmp_path):
