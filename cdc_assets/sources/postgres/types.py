@@ -85,7 +85,7 @@ def copy_field(column: Column, quoted: str, escaped: bool = True) -> str:
                 Kind.TIMESTAMP, Kind.TIME, Kind.BIT, Kind.UUID):
         return f"{quoted}::text"
     if kind == Kind.BINARY:
-        return (rf"'\\x'" if escaped else rf"'\x'") + f" || encode({quoted}, 'hex')"
+        return (r"'\\x'" if escaped else r"'\x'") + f" || encode({quoted}, 'hex')"
     return _ESCAPED.format(x=f"{quoted}::text") if escaped else f"{quoted}::text"
 
 
