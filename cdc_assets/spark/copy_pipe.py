@@ -34,10 +34,14 @@ def pipe_split(source_args: dict, copy_out: str, target_args: dict, copy_in: str
     into = _Chunks(chunks, pacer)
     reader.start()
     try:
-        with target, target.cursor() as cur:
-            cur.copy_expert(copy_in, into)
-        if into.error is not None:
-            raise into.error
+        try:
+            with target, target.cursor() as cur:
+                cur.copy_expert(copy_in, into)
+        except Exception:
+            if into.error is None:
+                raise
+        if into.error is not None:  # the source's error, not the COPY it aborted
+            raise into.error from None
     finally:
         stop.set()
         _drain(chunks)
@@ -61,8 +65,14 @@ def _read(source_args: dict, copy_out: str, chunks: queue.Queue, stop: threading
             source.close()
         out.flush()
         _put(chunks, stop, _END)
-    except BaseException as exc:  # the target's side raises it: it names the split's statement
+    except psycopg2.Error as exc:  # raised by the target's side, which then ends its COPY
+        _put(chunks, stop, CopyOutFailed(f"{type(exc).__module__}.{type(exc).__name__}: {exc}".strip()))
+    except BaseException as exc:
         _put(chunks, stop, exc)
+
+
+class CopyOutFailed(Exception):
+    """The source's `COPY ... TO` failed; the message is the driver's, with its type, for spark/errors.py."""
 
 
 class _Stopped(Exception):

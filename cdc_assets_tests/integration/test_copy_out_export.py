@@ -109,10 +109,13 @@ def test_copy_out_export_pipes_every_split_into_the_staging_table(servers, spark
 
 
 def test_a_failed_side_of_the_pipe_raises_the_database_message(servers, pg_target, unique_name):
+    import traceback
+
     import psycopg2
     import pytest
 
-    from cdc_assets.spark.copy_pipe import pipe_split
+    from cdc_assets.spark.copy_pipe import CopyOutFailed, pipe_split
+    from cdc_assets.spark.errors import root_cause
 
     name, conn = pg_target
     with _source(servers, unique_name):
@@ -122,8 +125,11 @@ def test_a_failed_side_of_the_pipe_raises_the_database_message(servers, pg_targe
             cur.execute("CREATE TABLE narrow (id int)")
         with pytest.raises(psycopg2.Error, match="extra data after last expected column"):
             pipe_split(source_args, "COPY (SELECT id, t FROM tricky) TO STDOUT", target_args, "COPY narrow FROM STDIN")
-        with pytest.raises(psycopg2.Error, match="missing"):
+        with pytest.raises(CopyOutFailed, match="UndefinedColumn: column \"missing\" does not exist") as failed:
             pipe_split(source_args, "COPY (SELECT missing FROM tricky) TO STDOUT", target_args,
                        "COPY narrow FROM STDIN")
+        in_spark = Exception("".join(traceback.format_exception(failed.value)))  # what a PythonException says
+        assert root_cause(in_spark) == ('column "missing" does not exist',
+                                            "in a Spark Python worker reading the source (COPY TO)")
         assert pipe_split(source_args, "COPY (SELECT id FROM tricky) TO STDOUT", target_args,
                           "COPY narrow FROM STDIN") == len(ROWS)
