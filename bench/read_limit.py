@@ -27,6 +27,7 @@ from pathlib import Path
 import yaml
 
 from cdc_assets.config import SparkConfig, load_config
+from cdc_assets.core.boundary import CopyOutExport
 from cdc_assets.core.tables import TableId
 from cdc_assets.dev.servers import start_servers
 from cdc_assets.engine.incremental import sync
@@ -120,9 +121,29 @@ def copy_bytes(rt: TaskRuntime, table: TableId) -> int:
     [tp] = [p for p in ensure_plans(rt) if p.plan.table == table]
     schema = describe(rt, table)
     export = rt.source.export(tp.plan, schema, list(tp.plan.splits), rt.sink.target_format())
+    if isinstance(export.how, CopyOutExport):  # a PostgreSQL source's COPY TO: its text is what the pipe counts
+        return sum(copied_bytes(export.how.connect_args, s) for s in export.how.statements)
     frame = read_export(rt.spark, export, rt.config.snapshot.fetch_size)
     line = frame.columns[0]
     return int(frame.selectExpr(f"sum(octet_length(`{line}`) + 1)").collect()[0][0])
+
+
+def copied_bytes(connect_args: dict, statement: str) -> int:
+    import psycopg2
+
+    class Counter:
+        n = 0
+
+        def write(self, data) -> None:
+            self.n += len(data)
+
+    out, conn = Counter(), psycopg2.connect(**connect_args)
+    try:
+        with conn.cursor() as cur:
+            cur.copy_expert(statement, out)
+    finally:
+        conn.close()
+    return out.n
 
 
 def snapshot_run(bench: Bench, kind: str, rows: int, name: str, limit: dict) -> tuple[int, float, int]:

@@ -75,11 +75,22 @@ class TaskExport:
 
 
 @dataclass(frozen=True)
+class CopyOutExport:
+    """A group of splits of a PostgreSQL source for a PostgreSQL target, each split read by a `COPY (SELECT ...)
+    TO STDOUT` of its own that a Spark task pipes into the staging `COPY` (spark/copy_pipe.py): the rows never
+    enter a JVM. Each field is rendered as the JdbcExport's COPY line renders it, so the COPY text is the same
+    bytes either way. Only into a `CopyWrite`."""
+
+    connect_args: dict = field(repr=False)  # psycopg2.connect(**connect_args) to the source; holds the password
+    statements: tuple[str, ...]  # one COPY TO per split, in the group's order
+
+
+@dataclass(frozen=True)
 class RowExport:
     """How a group of splits leaves the source, in the format the target asked for."""
 
     format: RowFormat
-    how: JdbcExport | TaskExport
+    how: JdbcExport | TaskExport | CopyOutExport
     transports: tuple[Transport, ...]  # per table column, in schema order
     # Several exports sharing one read (one `how`, several targets): the columns of the read that are this
     # export's rows, in order. Empty: every column, the read is this export's alone.

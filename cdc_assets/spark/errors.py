@@ -13,6 +13,8 @@ from cdc_assets.dbapi.mysql_login import SPARK_JDBC, refusal_hint, refused
 from cdc_assets.errors import NETWORK_HINT, LoginError, UnreachableError
 
 # The database's message as the drivers word it: psycopg2 in a Python worker; JDBC drivers in the JVM.
+# spark/copy_pipe.py: a PostgreSQL source's COPY TO failed (the staging COPY it fed was aborted).
+_COPY_OUT_ERROR = re.compile(r"CopyOutFailed: psycopg2\.(?:errors\.)?\w+: (?P<message>.+)$", re.M)
 _PYTHON_DB_ERROR = re.compile(r"^(?:psycopg2\.(?:errors\.)?\w+|pymysql\.err\.\w+): (?P<message>.+)$", re.M)
 _JAVA_DB_ERROR = re.compile(
     r"(?:java\.sql\.\w+|org\.postgresql\.util\.PSQLException|org\.mariadb\.jdbc\.[\w.]+|com\.mysql\.[\w.]+): "
@@ -32,6 +34,8 @@ def root_cause(exc: BaseException, where: str = "in Spark") -> tuple[str, str]:
     text = str(exc)
     if (message := driver_message(exc)) is not None:
         pass
+    elif m := _COPY_OUT_ERROR.search(text):
+        message, where = m.group("message"), "in a Spark Python worker reading the source (COPY TO)"
     elif m := _PYTHON_DB_ERROR.search(text):
         message, where = m.group("message"), "in a Spark Python worker writing the staging table (COPY)"
         if c := _PG_COPY_COLUMN.search(text):

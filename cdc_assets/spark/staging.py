@@ -6,13 +6,16 @@ targets) are one string column, the row as a COPY line: the JVM then decodes one
 per column, which was most of the CPU a 1M-row snapshot spent (bench/snapshot.py), and each partition's Arrow
 batches stream into `COPY ... FROM STDIN`. COLUMNS rows go through Spark's JDBC writer (rewriteBatchedStatements),
 or the sink's own client in each task. With `snapshot.read_limit`, each task paces its rows (spark/pacing.py).
+A PostgreSQL source into a PostgreSQL target (`CopyOutExport`) skips the JVM for rows: one task per split pipes
+the source's `COPY ... TO` into the staging COPY (spark/copy_pipe.py).
 """
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
 from cdc_assets.config import ReadLimit
-from cdc_assets.core.boundary import CopyWrite, JdbcExport, JdbcWrite, RowExport, TaskExport, TaskWrite
+from cdc_assets.core.boundary import (CopyOutExport, CopyWrite, JdbcExport, JdbcWrite, RowExport, TaskExport,
+                                     TaskWrite)
 from cdc_assets.core.read_limit import TaskShare, paced_rows
 from cdc_assets.spark.pacing import arrow_batches, paced_frame, task_share
 
@@ -24,8 +27,12 @@ def stage(spark: SparkSession, export: RowExport, write: JdbcWrite | CopyWrite |
     """Read the group's rows as `export` says and write them as `write` says; `fetch_size`: rows per JDBC fetch;
     `limit`: the rows and bytes a second of all the group's tasks together (spark/pacing.py).
     The rows written, where the write counts them (COPY, the sink's own client); None through JDBC."""
-    frame = read_export(spark, export, fetch_size)
     each = task_share(spark, limit, _partitions(export))
+    if isinstance(export.how, CopyOutExport):
+        if not isinstance(write, CopyWrite):
+            raise TypeError(f"a COPY TO export goes into a COPY staging write, not {type(write).__name__}")
+        return pipe_copy(spark, export.how, write, each)
+    frame = read_export(spark, export, fetch_size)
     with arrow_batches(spark, each):
         return _write(frame, write, each)
 
@@ -83,7 +90,9 @@ def _write(frame: DataFrame, write: JdbcWrite | CopyWrite | TaskWrite, each: Tas
 
 def _partitions(export: RowExport) -> int:
     how = export.how
-    return len(how.predicates) if isinstance(how, JdbcExport) else len(how.tasks)
+    if isinstance(how, JdbcExport):
+        return len(how.predicates)
+    return len(how.statements) if isinstance(how, CopyOutExport) else len(how.tasks)
 
 
 def read_export(spark: SparkSession, export: RowExport, fetch_size: int) -> DataFrame:
@@ -129,6 +138,30 @@ def read_tasks(spark: SparkSession, how: TaskExport) -> DataFrame:
 
     count = max(len(tasks), 1)
     return spark.range(0, len(tasks), 1, count).mapInArrow(read_partition, schema)
+
+
+def pipe_copy(spark: SparkSession, export: CopyOutExport, write: CopyWrite, limit: TaskShare | None = None) -> int:
+    """Each split's COPY TO on the source piped into the staging COPY, one Spark task per split (a frame of split
+    positions, one partition each: it runs under Spark Connect too), one target transaction per split; with a
+    `limit`, each task paced per chunk. The rows written."""
+    source_args, statements = export.connect_args, export.statements
+    target_args, copy_sql = write.connect_args, write.copy_sql
+    chunk_rows = limit.batch_rows if limit is not None else None
+
+    def pipe_splits(batches):
+        import pyarrow as pa
+
+        from cdc_assets.spark.copy_pipe import pipe_split
+
+        for batch in batches:
+            for n in batch.column(0).to_pylist():
+                rows = pipe_split(source_args, statements[n], target_args, copy_sql,
+                                  limit.pacer() if limit is not None else None, chunk_rows)
+                yield pa.RecordBatch.from_pydict({"rows": [rows]}, schema=pa.schema([("rows", pa.int64())]))
+
+    n = len(statements)
+    counts = spark.range(0, n, 1, n).mapInArrow(pipe_splits, "rows long").collect()
+    return sum(int(r[0]) for r in counts)
 
 
 def write_jdbc(frame: DataFrame, write: JdbcWrite) -> None:

@@ -1,13 +1,15 @@
 """PostgreSQL as a snapshot source: capture checks, table discovery, key statistics, WAL position, the snapshot's
-select expressions and COPY lines."""
+select expressions and COPY lines, and a PostgreSQL target's export as one `COPY ... TO` per split."""
 from __future__ import annotations
 
-from cdc_assets.core.boundary import KeyStats, TargetFormat
+from cdc_assets.core.boundary import CopyOutExport, KeyStats, RowExport, RowFormat, TargetFormat, Transport
 from cdc_assets.core.jdbc import JdbcEndpoint
+from cdc_assets.core.keys import range_predicate
 from cdc_assets.core.positions import PgPosition
+from cdc_assets.core.splits import Split, SplitPlan
 from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.dbapi.connect import connect
+from cdc_assets.dbapi.connect import connect, postgres_args
 from cdc_assets.dbapi.jdbc import postgres_jdbc
 from cdc_assets.errors import SourceSetupError, TableError
 from cdc_assets.sources.base import SqlSource, resolve_key
@@ -29,6 +31,10 @@ SELECT a.attname FROM pg_index i
 JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true
 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
 WHERE i.indrelid = %s::regclass AND i.indisprimary ORDER BY k.ord"""
+# What the JDBC export's session has (PgJDBC sets DateStyle ISO, extra_float_digits 3 and UTF8; the driver JVM's
+# time zone is UTC), so `COPY ... TO` renders every value as the JDBC path's COPY line does. IntervalStyle,
+# lc_monetary and bytea_output are the server's in both (bytea is rendered by encode()).
+_COPY_OUT_SESSION = "-c TimeZone=UTC -c DateStyle=ISO -c extra_float_digits=3 -c client_encoding=UTF8"
 _UNIQUE_SQL = """
 SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
 WHERE i.indrelid = %s::regclass AND i.indisunique AND i.indnkeyatts = 1 AND a.attname = %s"""
@@ -82,6 +88,21 @@ class PostgresSource(SqlSource):
         # reltuples is -1 before the first ANALYZE/VACUUM: count instead.
         rows = estimate if estimate > 0 else self._count(schema.table)
         return KeyStats(lo, hi, rows)
+
+    def export(self, plan: SplitPlan, schema: TableSchema, splits: list[Split], target: TargetFormat) -> RowExport:
+        """A PostgreSQL target: one `COPY (SELECT ...) TO STDOUT` per split, each field rendered as the JDBC
+        export's COPY line renders it but left for COPY to escape, so the text is the same bytes; a Spark task
+        pipes it into the staging COPY (spark/copy_pipe.py). Any other target: the JDBC export."""
+        if target.rows != RowFormat.COPY_TEXT or target.db_type != "postgres":
+            return super().export(plan, schema, splits, target)
+        key, table = self.quote(plan.split_column), self.table_sql(schema.table)
+        fields = ", ".join(types.copy_field(c, self.quote(c.name), escaped=False) for c in schema.columns)
+        statements = tuple(
+            f"COPY (SELECT {s.index}, {fields} FROM {table} "
+            f"WHERE {range_predicate(key, s.range, plan.key_kind, self.db_type)}) TO STDOUT" for s in splits)
+        args = {**postgres_args(self.url), "options": _COPY_OUT_SESSION}
+        transports = tuple(Transport(c, as_text=False) for c in schema.columns)  # staged in the target's types
+        return RowExport(target.rows, CopyOutExport(args, statements), transports)
 
     def jdbc(self) -> JdbcEndpoint:
         return postgres_jdbc(self.url, write=False)

@@ -71,19 +71,22 @@ def select_expr(column: Column, quoted: str, target_dialect: str) -> tuple[str, 
     return f"{quoted}::text", True
 
 
-# PostgreSQL COPY text format: fields split by TAB, NULL is \N, and backslash, TAB, LF, CR are escaped.
-_ESCAPED = r"replace(replace(replace(replace({x}, '\', '\\'), chr(9), '\t'), chr(10), '\n'), chr(13), '\r')"
+# PostgreSQL COPY text format: fields split by TAB, NULL is \N, and backslash, TAB, LF, CR are escaped; BS, VT
+# and FF too, as `COPY ... TO` escapes them, so a line is the same bytes whichever renders it (CopyOutExport).
+_ESCAPED = (r"replace(replace(replace(replace(replace(replace(replace({x}, '\', '\\'), chr(9), '\t'), chr(10), '\n'), "
+            r"chr(13), '\r'), chr(8), '\b'), chr(11), '\v'), chr(12), '\f')")
 
 
-def copy_field(column: Column, quoted: str) -> str:
-    """SQL rendering one column as a COPY text field; PostgreSQL's own output functions are exact."""
+def copy_field(column: Column, quoted: str, escaped: bool = True) -> str:
+    """SQL rendering one column as a COPY text field; PostgreSQL's own output functions are exact. `escaped`
+    False: the field's text before COPY's escapes, for a `COPY ... TO` that adds them itself (the same bytes)."""
     kind = column.kind
     if kind in (Kind.INT, Kind.DECIMAL, Kind.FLOAT32, Kind.FLOAT64, Kind.BOOL, Kind.DATE, Kind.DATETIME,
                 Kind.TIMESTAMP, Kind.TIME, Kind.BIT, Kind.UUID):
         return f"{quoted}::text"
     if kind == Kind.BINARY:
-        return rf"'\\x' || encode({quoted}, 'hex')"
-    return _ESCAPED.format(x=f"{quoted}::text")
+        return (r"'\\x'" if escaped else r"'\x'") + f" || encode({quoted}, 'hex')"
+    return _ESCAPED.format(x=f"{quoted}::text") if escaped else f"{quoted}::text"
 
 
 def copy_line(fields: list[str]) -> str:

@@ -1,0 +1,135 @@
+"""A PostgreSQL source's export for a PostgreSQL target is one `COPY ... TO` per split (CopyOutExport), piped by a
+Spark task into the staging COPY: its COPY text is byte for byte the lines the JDBC export renders for the same
+splits, on values COPY must escape or PostgreSQL renders in session-dependent ways, and the staged rows are the
+source's."""
+from cdc_assets.core.boundary import CopyOutExport, CopyWrite, JdbcExport, RowFormat, TargetFormat
+from cdc_assets.core.tables import TableId
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.dbapi.connect import postgres_args
+from cdc_assets.sources.base import SqlSource
+from cdc_assets.sources.postgres.source import PostgresSource
+from cdc_assets.spark.staging import read_export, stage
+from cdc_assets_tests.support import source_database
+
+COLUMNS = """id int PRIMARY KEY, t text, b bytea, ts timestamp(6), tz timestamptz, d date, n numeric(30,10), f float8,
+r real, i interval, ia int[], ta text[], j json, jb jsonb, u uuid, ok boolean, tm time, bits bit varying(8),
+ip inet, m money"""
+ROWS = [
+    "(1, E'tab\\there\\nnew\\rline\\\\back', '\\x00ff5c4e'::bytea, '2024-01-02 03:04:05.123456', "
+    "'2024-01-02 03:04:05.5+05:30', '2024-02-29', 12345678901234567890.0123456789, 'NaN', 'Infinity', "
+    "'1 year 2 mons 3 days 04:05:06.7', '{1,NULL,3}', ARRAY['a\"b', 'c\\\\d', E'e\\tf', NULL, ''], "
+    "E'{\"k\": \"v\\\\n\", \"x\": [1.50, 2e3]}', '{\"b\": 1, \"a\": [true, null]}', "
+    "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', true, '23:59:59.999999', B'101', '::1', 12.34)",
+    "(2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
+    "NULL)",
+    "(3, E'\\\\N', '\\x'::bytea, 'infinity', '-infinity', 'infinity', 'NaN', '-Infinity', '-0', '-1 days', '{}', "
+    "'{}', 'null', '[]', '00000000-0000-0000-0000-000000000000', false, '00:00', B'', '10.0.0.0/8', -0.01)",
+    "(4, E'bs\\bvt\\x0bff\\x0cbell\\x07 ünïcødé ✓ 😀 \\x01', '\\x5c5c78'::bytea, '0001-01-01 00:00:00', "
+    "'1970-01-01 00:00:00.000001+00', '4713-01-01 BC', -0.0000000001, 0.1, 3.4028235e38, '0', "
+    "'{{1,2},{3,4}}', ARRAY['NULL', '{x}', ' sp '], '\"\\\\u0000\"', '\"\\\\u00e9\"', NULL, NULL, NULL, NULL, NULL, NULL)",
+    "(5, '', '\\x0a090d'::bytea, '2000-01-01 00:00:00.000001', '2000-06-01 12:00:00+02', NULL, 0, 1e-300, "
+    "1.17549435e-38, '-3 mons +2 days -00:00:01', NULL, NULL, '  {\"spaced\" :  1 }  ', '{}', NULL, NULL, NULL, "
+    "NULL, NULL, NULL)",
+]
+
+
+def _source(servers, name: str):
+    statements = [f"CREATE TABLE tricky ({COLUMNS})", f"INSERT INTO tricky VALUES {', '.join(ROWS)}"]
+    return source_database(servers, "postgres", name, statements)
+
+
+def _plan(source: PostgresSource):
+    schema = source.describe(TableId("public", "tricky"))
+    plan = source.plan(schema, 2)
+    return schema, plan, list(plan.splits)
+
+
+def _copy_out(export: CopyOutExport) -> list[bytes]:
+    import io
+
+    import psycopg2
+
+    lines = []
+    conn = psycopg2.connect(**export.connect_args)
+    try:
+        for statement in export.statements:
+            out = io.BytesIO()
+            with conn.cursor() as cur:
+                cur.copy_expert(statement, out)
+            lines += out.getvalue().splitlines()
+    finally:
+        conn.close()
+    return lines
+
+
+def test_copy_out_text_is_the_jdbc_lines_byte_for_byte(servers, spark, unique_name):
+    with _source(servers, unique_name):
+        source = PostgresSource(DbUrl.parse(servers.postgres.url(unique_name)))
+        try:
+            schema, plan, splits = _plan(source)
+            assert len(splits) >= 2
+            target = TargetFormat("postgres", RowFormat.COPY_TEXT, lambda c, in_key: c.native)
+            export = source.export(plan, schema, splits, target)
+            jdbc = SqlSource.export(source, plan, schema, splits, target)
+        finally:
+            source.close()
+        assert isinstance(export.how, CopyOutExport) and isinstance(jdbc.how, JdbcExport)
+        assert len(export.how.statements) == len(splits)
+        piped = _copy_out(export.how)
+        lines = [r["line"].encode() for r in read_export(spark, jdbc, 100).select("line").collect()]
+    assert len(piped) == len(ROWS)
+    assert sorted(piped) == sorted(lines)
+
+
+def test_copy_out_export_pipes_every_split_into_the_staging_table(servers, spark, pg_target, unique_name):
+    name, conn = pg_target
+    with _source(servers, unique_name) as src:
+        source = PostgresSource(DbUrl.parse(servers.postgres.url(unique_name)))
+        try:
+            schema, plan, splits = _plan(source)
+            target = TargetFormat("postgres", RowFormat.COPY_TEXT, lambda c, in_key: c.native)
+            export = source.export(plan, schema, splits, target)
+        finally:
+            source.close()
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE TABLE staged (_cdc_split int, {COLUMNS.replace(' PRIMARY KEY', '')})")
+        write = CopyWrite(postgres_args(DbUrl.parse(servers.postgres.url(name))), "COPY staged FROM STDIN")
+        assert stage(spark, export, write, 100) == len(ROWS)
+        with src.cursor() as cur:
+            cur.execute("SELECT tricky::text FROM tricky ORDER BY id")
+            want = cur.fetchall()
+    with conn.cursor() as cur:
+        cur.execute("SELECT count(DISTINCT _cdc_split) FROM staged")
+        assert cur.fetchone()[0] == len(splits)
+        cur.execute("ALTER TABLE staged DROP COLUMN _cdc_split")
+        cur.execute("SET TimeZone = UTC")
+        cur.execute("SELECT staged::text FROM staged ORDER BY id")
+        got = cur.fetchall()
+    assert got == want
+
+
+def test_a_failed_side_of_the_pipe_raises_the_database_message(servers, pg_target, unique_name):
+    import traceback
+
+    import psycopg2
+    import pytest
+
+    from cdc_assets.spark.copy_pipe import CopyOutFailed, pipe_split
+    from cdc_assets.spark.errors import root_cause
+
+    name, conn = pg_target
+    with _source(servers, unique_name):
+        source_args = postgres_args(DbUrl.parse(servers.postgres.url(unique_name)))
+        target_args = postgres_args(DbUrl.parse(servers.postgres.url(name)))
+        with conn.cursor() as cur:
+            cur.execute("CREATE TABLE narrow (id int)")
+        with pytest.raises(psycopg2.Error, match="extra data after last expected column"):
+            pipe_split(source_args, "COPY (SELECT id, t FROM tricky) TO STDOUT", target_args, "COPY narrow FROM STDIN")
+        with pytest.raises(CopyOutFailed, match="UndefinedColumn: column \"missing\" does not exist") as failed:
+            pipe_split(source_args, "COPY (SELECT missing FROM tricky) TO STDOUT", target_args,
+                       "COPY narrow FROM STDIN")
+        in_spark = Exception("".join(traceback.format_exception(failed.value)))  # what a PythonException says
+        assert root_cause(in_spark) == ('column "missing" does not exist',
+                                            "in a Spark Python worker reading the source (COPY TO)")
+        assert pipe_split(source_args, "COPY (SELECT id FROM tricky) TO STDOUT", target_args,
+                          "COPY narrow FROM STDIN") == len(ROWS)
