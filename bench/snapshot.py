@@ -2,10 +2,11 @@
 PostgreSQL->PostgreSQL, beside the practical limit of this machine measured in the same run (server-side export +
 COPY).
 
-    python bench/snapshot.py [--rows 1000000,3000000] [--dir /tmp/cdc-bench]
+    python bench/snapshot.py [--rows 1000000,3000000] [--dir /tmp/cdc-bench] [--repeat N] [--no-connect]
 
 Prints per row count and direction: end-to-end seconds and rows/s of the CLI (process, Spark and Dagster start-up
-included), the same work in-process with a started Spark session (start-up excluded), the limit, both ratios
+included), the same CLI run attached to a long-lived Spark Connect server (`spark.remote`, started once by the
+bench, its start-up not counted), the same work in-process with a started Spark session (start-up excluded), the limit, both ratios
 (limit / ours), and the peak RSS of each case's processes (the largest one, and all of them together: driver,
 JVM, Python workers).
 """
@@ -24,6 +25,7 @@ import yaml
 
 from cdc_assets.config import load_config
 from cdc_assets.dev.servers import start_servers
+from cdc_assets.dev.spark_connect import SparkConnectServer
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
@@ -70,8 +72,8 @@ def reset_target(postgres) -> None:
     conn.close()
 
 
-def write_config(base: Path, name: str, source_url: str, target_url: str) -> Path:
-    path = base / f"{name}.yaml"
+def write_config(base: Path, name: str, source_url: str, target_url: str, remote: str | None = None) -> Path:
+    path = base / f"{name}{'_connect' if remote else ''}.yaml"
     path.write_text(yaml.safe_dump({
         "task_id": name,
         "source": {"db_type": source_url.split(":")[0].replace("postgresql", "postgres"), "url": source_url,
@@ -79,7 +81,7 @@ def write_config(base: Path, name: str, source_url: str, target_url: str) -> Pat
         "target": {"db_type": "postgres", "url": target_url},
         "snapshot": {"split_size": 100_000, "partitions_per_run": 16},
         "runtime": {"data_dir": str(base / f"state_{name}")},
-        "spark": {"master": "local[*]"},
+        "spark": {"conf": {"spark.remote": remote}} if remote else {"master": "local[*]"},
     }))
     return path
 
@@ -221,12 +223,19 @@ def main() -> int:
     parser.add_argument("--rows", default="1000000,3000000", help="row counts, comma-separated")
     parser.add_argument("--dir", default="/tmp/cdc-bench")
     parser.add_argument("--repeat", type=int, default=1, help="best of N for the in-process run and the limit")
+    parser.add_argument("--no-connect", action="store_true",
+                        help="skip the end-to-end run attached to a Spark Connect server (spark.remote)")
     args = parser.parse_args()
     base = Path(args.dir)
     base.mkdir(parents=True, exist_ok=True)
     base.chmod(0o755)
     mariadb, postgres = start_servers(base / "servers")
     env = {**os.environ, "DAGSTER_HOME": str(base / "dagster_home")}
+    connect = None
+    if not args.no_connect:  # the long-lived Spark a CLI run attaches to: started once, its start-up not counted
+        began = time.monotonic()
+        connect = SparkConnectServer(base / "connect").start()
+        print(f"Spark Connect server {connect.url} started in {time.monotonic() - began:.1f} s (not counted)")
     directions = [
         ("mysql_to_pg", mariadb.url(), lambda: limit_mysql_to_pg(mariadb, postgres, base)),
         ("pg_to_pg", postgres.url("benchsrc"), lambda: limit_pg_to_pg(postgres, base)),
@@ -241,6 +250,12 @@ def main() -> int:
             fresh_state(base, name)
             cli_peak, core_peak = PeakRss(), PeakRss()
             e2e = cli_run(config, env, cli_peak)
+            took = None
+            if connect is not None:
+                reset_target(postgres)
+                fresh_state(base, name)
+                remote = write_config(base, name, source_url, postgres.url("warehouse"), connect.url)
+                took = cli_run(remote, env, PeakRss())
             runs = []
             with core_peak.watching(os.getpid()):
                 for _ in range(args.repeat):
@@ -250,10 +265,14 @@ def main() -> int:
             startup, core = min(runs, key=lambda r: r[1])
             reset_target(postgres)
             lim = min(limit() for _ in range(args.repeat))
+            attached = "" if took is None else f"end-to-end attached to Spark Connect {took:.1f} s, ratio {lim / took:.2f} | "
             print(f"{rows:,} rows {name}: end-to-end {e2e:.1f} s = {rows / e2e:,.0f} rows/s, ratio {lim / e2e:.2f} | "
+                  f"{attached}"
                   f"Spark start-up excluded {core:.1f} s = {rows / core:,.0f} rows/s, ratio {lim / core:.2f} "
                   f"(start-up {startup:.1f} s) | limit (export + COPY) {lim:.1f} s = {rows / lim:,.0f} rows/s | "
                   f"peak RSS end-to-end: {cli_peak.text()}; in process: {core_peak.text()}", flush=True)
+    if connect is not None:
+        connect.stop()
     return 0
 
 
