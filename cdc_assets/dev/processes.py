@@ -81,3 +81,31 @@ def terminate(pid: int, command: str, polite: signal.Signals, grace: float) -> N
         if wait_for(lambda: not running(pid, command), wait):
             return
     raise RuntimeError(f"{command} pid {pid} survived SIGKILL")
+
+
+def stop_groups(processes: list[subprocess.Popen], grace: float = 10) -> None:
+    """SIGTERM each process's group in the order given, SIGKILL what is left after `grace` s: each process leads its
+    own group (start_new_session), so what it started (executors, Python workers) goes with it."""
+    for process in processes:
+        _signal_group(process, signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            _signal_group(process, signal.SIGKILL)
+            process.wait(timeout=grace)
+        _signal_group(process, signal.SIGKILL)  # children that outlived their leader
+
+
+def _signal_group(process: subprocess.Popen, sig: signal.Signals) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def pyspark_home() -> str:
+    """The pyspark installation's folder: its bin/ and sbin/ start Spark's JVMs."""
+    import pyspark
+
+    return os.path.dirname(pyspark.__file__)

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cdc_assets.dev.processes import START_TIMEOUT, free_port, tail, wait_for
+from cdc_assets.dev.processes import START_TIMEOUT, free_port, pyspark_home, stop_groups, tail, wait_for
 
 MASTER = "org.apache.spark.deploy.master.Master"
 WORKER = "org.apache.spark.deploy.worker.Worker"
@@ -72,7 +71,7 @@ class SparkCluster:
         return self
 
     def _spawn(self, name: str, main_class: str, *args: str) -> None:
-        spark_class = Path(_pyspark_home()) / "bin" / "spark-class"
+        spark_class = Path(pyspark_home()) / "bin" / "spark-class"
         env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
         env.update(SPARK_LOCAL_IP=HOST, PYSPARK_PYTHON=sys.executable,
                    SPARK_CONF_DIR=str(self.base / "conf"))  # an empty conf: no spark-env.sh of the machine's
@@ -95,26 +94,6 @@ class SparkCluster:
 
     def stop(self) -> None:
         """SIGTERM each process group (workers first: each stops its executors), SIGKILL what is left after 10 s."""
-        for process in reversed(self._processes):
-            _signal_group(process, signal.SIGTERM)
-        for process in reversed(self._processes):
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                _signal_group(process, signal.SIGKILL)
-                process.wait(timeout=10)
-            _signal_group(process, signal.SIGKILL)  # executors or Python workers that outlived their worker
+        stop_groups(list(reversed(self._processes)))
         self._processes.clear()
 
-
-def _signal_group(process: subprocess.Popen, sig: signal.Signals) -> None:
-    try:
-        os.killpg(process.pid, sig)  # the pid leads its group (start_new_session)
-    except ProcessLookupError:
-        pass
-
-
-def _pyspark_home() -> str:
-    import pyspark
-
-    return os.path.dirname(pyspark.__file__)

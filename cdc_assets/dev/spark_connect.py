@@ -10,7 +10,6 @@ another host, its Python workers must get our code from the client (`addArtifact
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cdc_assets.config import DEBIAN_JARS
-from cdc_assets.dev.processes import START_TIMEOUT, free_port, tail, wait_for
+from cdc_assets.dev.processes import START_TIMEOUT, free_port, pyspark_home, stop_groups, tail, wait_for
 
 SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
 HOST = "127.0.0.1"
@@ -58,7 +57,7 @@ class SparkConnectServer:
             "spark.default.parallelism": str(os.cpu_count() if self.cores == "*" else self.cores),
             **self.conf,
         }
-        args = [str(Path(_pyspark_home()) / "bin" / "spark-submit"), "--class", SERVER,
+        args = [str(Path(pyspark_home()) / "bin" / "spark-submit"), "--class", SERVER,
                 "--master", f"local[{self.cores}]", "--driver-memory", self.driver_memory,
                 "--name", "cdc_assets Spark Connect server"]
         if self.jars:
@@ -101,15 +100,8 @@ class SparkConnectServer:
     def stop(self) -> None:
         """SIGTERM the process group, SIGKILL what is left after 10 s (Python workers included)."""
         process, self._process = self._process, None
-        if process is None:
-            return
-        _signal_group(process, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            _signal_group(process, signal.SIGKILL)
-            process.wait(timeout=10)
-        _signal_group(process, signal.SIGKILL)
+        if process is not None:
+            stop_groups([process])
 
     def __enter__(self) -> SparkConnectServer:
         return self.start()
@@ -117,15 +109,3 @@ class SparkConnectServer:
     def __exit__(self, *exc) -> None:
         self.stop()
 
-
-def _signal_group(process: subprocess.Popen, sig: signal.Signals) -> None:
-    try:
-        os.killpg(process.pid, sig)  # the pid leads its group (start_new_session)
-    except ProcessLookupError:
-        pass
-
-
-def _pyspark_home() -> str:
-    import pyspark
-
-    return os.path.dirname(pyspark.__file__)
