@@ -8,7 +8,8 @@ into PostgreSQL. For each way: a fresh DAGSTER_HOME with the dagster.yaml README
 (`cdc-assets plan`), `dagster-webserver` and `dagster-daemon run` started on free ports (as `dagster dev` does),
 then the backfill of every split of both tables posted as the UI does (GraphQL `launchPartitionBackfill`); it
 waits until the backfill and its runs end, checks the target holds every row, and prints wall time (from the
-mutation to the last run's end), rows/s, runs and peak RSS (the processes of the instance: webserver, daemon,
+mutation to the last run's end: every row in the target, every split materialized; Dagster marks the backfill
+completed at its daemon's next loop, printed too), rows/s, runs and peak RSS (the processes of the instance: webserver, daemon,
 code servers, runs, their JVMs and Python workers; the Connect server's apart). The Connect server's start-up is
 printed separately and not counted.
 """
@@ -226,7 +227,7 @@ def backfill(instance: Instance, task_id: str, splits: dict[str, list[str]]) -> 
             break
         if time.monotonic() - started > 1800:
             raise RuntimeError(f"backfill {backfill_id} still {state['status']} after 30 min: {runs}")
-        time.sleep(0.2)
+        time.sleep(1.0)  # each poll is a GraphQL query the webserver answers on the same 2 cores
     took = time.monotonic() - started
     runs = [{**r, "from_launch": (r["startTime"] - wall, r["endTime"] - wall)} for r in runs]
     if state["status"] not in ("COMPLETED", "COMPLETED_SUCCESS") or any(r["status"] != "SUCCESS" for r in runs):
@@ -273,9 +274,11 @@ def run_way(way: str, base: Path, mariadb, postgres, counts: dict[str, int], spl
             raise RuntimeError(f"{way}: bfsrc.{table} has {got} rows in the target, the source {count}")
     rows = sum(counts.values())
     spans = sorted(r["from_launch"] for r in runs)
-    return {"way": way, "seconds": took, "rows": rows, "runs": len(runs), "splits": sum(map(len, splits.values())),
+    # The rows are in the target and every split shows materialized once the last run ended; Dagster marks the
+    # backfill itself completed at its daemon's next loop (polled here once a second).
+    return {"way": way, "seconds": max(e for _, e in spans), "marked_done": took, "rows": rows, "runs": len(runs), "splits": sum(map(len, splits.values())),
             "rss": rss.peak, "run_seconds": sum(e - s for s, e in spans) / len(spans),
-            "first_start": spans[0][0], "last_end": max(e for _, e in spans)}
+            "first_start": spans[0][0]}
 
 
 def main() -> None:
@@ -312,7 +315,7 @@ def main() -> None:
                 server.stop()
         print(f"{way:8} backfill of {r['splits']} splits, {r['rows']:,} rows: {r['seconds']:.1f} s, "
               f"{r['rows'] / r['seconds']:,.0f} rows/s, {r['runs']} runs (avg {r['run_seconds']:.1f} s each; first "
-              f"started at {r['first_start']:.1f} s, last ended at {r['last_end']:.1f} s), "
+              f"started at {r['first_start']:.1f} s; backfill marked completed at {r['marked_done']:.1f} s), "
               f"peak RSS {r['rss'] / 2**20:,.0f} MiB", flush=True)
     if "local" in results and "connect" in results:
         print(f"speed-up connect/local: {results['local']['seconds'] / results['connect']['seconds']:.1f}x")

@@ -83,6 +83,9 @@ class CopyOutExport:
 
     connect_args: dict = field(repr=False)  # psycopg2.connect(**connect_args) to the source; holds the password
     statements: tuple[str, ...]  # one COPY TO per split, in the group's order
+    # The statements select the columns as they are, in COPY's binary format, which the staging COPY then reads
+    # as binary too: only where every staging column has the source column's own built-in type.
+    binary: bool = False
 
 
 @dataclass(frozen=True)
@@ -255,8 +258,9 @@ class Sink(Protocol):
     def transaction(self) -> ContextManager[Any]: ...
 
     def merge_staged(self, tx: Any, schema: TableSchema, staging: TableId, export: RowExport,
-                     replace: SplitRanges) -> dict[int, int]:
-        """Replace the splits' ranges with the staged rows inside `tx`; the staged rows per split index."""
+                     replace: SplitRanges, counts: dict[int, int] | None = None) -> dict[int, int]:
+        """Replace the splits' ranges with the staged rows inside `tx`; the staged rows per split index (`counts`:
+        as the staging write counted them, else counted from the staging table)."""
 
     def unstaged_keys(self, tx: Any, schema: TableSchema, staging: TableId, export: RowExport,
                       replace: SplitRanges) -> list[tuple]: ...

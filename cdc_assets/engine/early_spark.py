@@ -30,7 +30,7 @@ class EarlySpark:
             return
         runtime = TaskRuntime(config)
         try:
-            warm_up_source(session, runtime.source)
+            warm_up_source(session, runtime.source, runtime.snapshot_reads_jdbc)
         except Exception:
             session.stop()  # the run's start warms up again, and tells a refused login as it always did
         finally:

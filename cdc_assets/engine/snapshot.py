@@ -120,6 +120,8 @@ class _Staged:
     export: RowExport
     reads: dict[str, int]
     finished: list = field(default_factory=list)
+    # Rows staged per split index, as the staging write's tasks counted them (COPY); None: the commit counts them.
+    counts: dict[int, int] | None = None
 
 
 @dataclass
@@ -205,9 +207,11 @@ def _read_group(rt: TaskRuntime, lanes: list[TaskRuntime], plan: SplitPlan, sche
     failed: dict[str, str] = {}
     pairs = [(t.export, t.lane.sink.staging_write(t.staging, t.export)) for t in targets]
     try:
-        errors = stage_each(rt.spark, pairs, rt.config.snapshot.fetch_size, rt.config.snapshot.read_limit)
+        errors, counts = stage_each(rt.spark, pairs, rt.config.snapshot.fetch_size, rt.config.snapshot.read_limit)
     except Exception as exc:  # a worker's or a driver's error, wrapped by Spark
-        errors = [exc] * len(targets)
+        errors, counts = [exc] * len(targets), None
+    if counts is not None and len(counts) == len(splits):
+        targets[0].counts = {s.index: n for s, n in zip(splits, counts)}
     for staged, exc in zip(targets, errors):
         if exc is None:
             continue
@@ -293,7 +297,7 @@ def _commit_target(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, staged
                           sink.check_key_order(plan.key_kind, rt.source.db_type))
     staged_bytes = sink.staged_bytes(target.staging)
     with sink.transaction() as tx:
-        counts = sink.merge_staged(tx, schema, target.staging, target.export, replace)
+        counts = sink.merge_staged(tx, schema, target.staging, target.export, replace, target.counts)
         if not replace.by_range:
             _remove_deleted(rt, tx, schema, target, replace)
         if rt.config.pipeline.exactly_once:

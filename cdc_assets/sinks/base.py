@@ -193,9 +193,11 @@ class SqlSink:
             return self.relation_bytes(cur, self.table_sql(staging), staging)
 
     def merge_staged(self, cursor, schema: TableSchema, staging: TableId, export: RowExport,
-                     replace: SplitRanges) -> dict[int, int]:
+                     replace: SplitRanges, counts: dict[int, int] | None = None) -> dict[int, int]:
         """Replace the splits' key ranges in the target with the staged rows, through `cursor` (inside the
-        caller's `transaction()`); the staged rows per split index.
+        caller's `transaction()`); the staged rows per split index: `counts` when the staging write counted them
+        (each COPY task its split's: a scan of the staging table less on the commit, which paces the snapshot),
+        else counted here.
 
         Where the target orders the key as the source does (`replace.by_range`), the ranges are deleted, then the
         staged rows inserted: rows the source deleted since an earlier read of the splits go too. Otherwise only
@@ -205,8 +207,9 @@ class SqlSink:
         stage_sql, target_sql, transports = self.table_sql(staging), self.table_sql(schema.table), export.transports
         names = ", ".join(self.q(t.column.name) for t in transports)
         loads = ", ".join(self.load_expr(t, f"s.{self.q(t.column.name)}") for t in transports)
-        cursor.execute(f"SELECT {self.q(SPLIT_COLUMN)}, COUNT(*) FROM {stage_sql} GROUP BY {self.q(SPLIT_COLUMN)}")
-        counts = {int(i): int(n) for i, n in cursor.fetchall()}
+        if counts is None:
+            cursor.execute(f"SELECT {self.q(SPLIT_COLUMN)}, COUNT(*) FROM {stage_sql} GROUP BY {self.q(SPLIT_COLUMN)}")
+            counts = {int(i): int(n) for i, n in cursor.fetchall()}
         if replace.by_range:
             cursor.execute(f"DELETE FROM {target_sql} WHERE {self.range_sql(schema, replace)}")
         else:

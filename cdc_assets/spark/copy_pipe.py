@@ -2,10 +2,10 @@
 `COPY (SELECT ...) TO STDOUT` piped into the target's `COPY ... FROM STDIN`, inside one Spark task.
 
 The source's COPY text is the staging table's COPY text (the source renders each field as the JDBC path's COPY
-line does, core/boundary.CopyOutExport), so the bytes pass through untouched: a thread reads the source into chunks
-of about CHUNK_BYTES, a bounded queue hands them to the target's COPY (the read waits when the write is behind),
-and the rows are the chunks' newlines (COPY text escapes a value's own). psycopg2 hands each source row to
-`write()` as one bytes object; nothing else is built per row. Imports psycopg2 and core/read_limit only: it runs in
+line does, core/boundary.CopyOutExport), or both are COPY's binary format, so the bytes pass through untouched: a
+thread reads the source into chunks of about CHUNK_BYTES, a bounded queue hands them to the target's COPY (the read
+waits when the write is behind). psycopg2 hands each source row to `write()` as one bytes object (binary: the
+trailer too); nothing else is built per row. The rows copied are the target's count. Imports psycopg2 and core/read_limit only: it runs in
 Python workers.
 """
 from __future__ import annotations
@@ -37,6 +37,7 @@ def pipe_split(source_args: dict, copy_out: str, target_args: dict, copy_in: str
         try:
             with target, target.cursor() as cur:
                 cur.copy_expert(copy_in, into)
+                rows = cur.rowcount
         except Exception:
             if into.error is None:
                 raise
@@ -47,7 +48,7 @@ def pipe_split(source_args: dict, copy_out: str, target_args: dict, copy_in: str
         _drain(chunks)
         reader.join()
         target.close()
-    return into.rows
+    return rows
 
 
 def _read(source_args: dict, copy_out: str, chunks: queue.Queue, stop: threading.Event,
@@ -95,8 +96,8 @@ class _Writer:
 
     def flush(self) -> None:
         if self.parts:
-            data, self.parts, self.size = b"".join(self.parts), [], 0
-            _put(self.chunks, self.stop, data)
+            chunk, self.parts, self.size = (b"".join(self.parts), len(self.parts)), [], 0
+            _put(self.chunks, self.stop, chunk)
 
 
 def _put(chunks: queue.Queue, stop: threading.Event, item) -> None:
@@ -124,7 +125,6 @@ class _Chunks:
 
     def __init__(self, chunks: queue.Queue, pacer: Pacer | None) -> None:
         self.chunks, self.pacer = chunks, pacer
-        self.rows = 0
         self.error: BaseException | None = None
 
     def read(self, size: int = -1) -> bytes:
@@ -134,8 +134,7 @@ class _Chunks:
         if isinstance(item, BaseException):
             self.error = item
             raise item
-        rows = item.count(b"\n")
-        self.rows += rows
+        data, rows = item
         if self.pacer is not None:
-            self.pacer.pace(rows, len(item))
-        return item
+            self.pacer.pace(rows, len(data))
+        return data

@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from cdc_assets.config import ReadLimit
 from cdc_assets.core.read_limit import TaskShare, share
 from cdc_assets.spark.parallelism import parallelism
+from cdc_assets.spark.session import is_shared
 
 ARROW_BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
 
@@ -40,8 +41,9 @@ def task_share(spark: SparkSession, limit: ReadLimit | None, partitions: int) ->
 @contextmanager
 def arrow_batches(spark: SparkSession, limit: TaskShare | None):
     """Arrow batches of `limit.batch_rows` rows for the jobs run in the block (the session's setting is put back
-    after); nothing changes without a limit."""
-    if limit is None:
+    after); nothing changes without a limit, nor in a Spark Connect session the task's other runs share (a setting
+    there is theirs too: each task then paces per batch of the server's size, the same rate, in coarser steps)."""
+    if limit is None or is_shared(spark):
         yield
         return
     before = spark.conf.get(ARROW_BATCH_ROWS, None)

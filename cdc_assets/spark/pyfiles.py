@@ -11,6 +11,7 @@ workers' `sys.path` (before any installed copy), so executors run exactly the dr
 from __future__ import annotations
 
 import atexit
+import hashlib
 import shutil
 import tempfile
 import zipfile
@@ -36,6 +37,12 @@ def package_zip() -> Path:
         for source in sorted(package.rglob("*.py")):
             archive.write(source, source.relative_to(package.parent).as_posix())
     return path
+
+
+@cache
+def package_digest() -> str:
+    """The zip's SHA-256: which code a run ships (the zip is built the same from the same files)."""
+    return hashlib.sha256(package_zip().read_bytes()).hexdigest()
 
 
 def is_local(master: str) -> bool:

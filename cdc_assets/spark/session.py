@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+import uuid
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -14,7 +17,7 @@ from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.errors import ConfigError
 from cdc_assets.spark.class_archive import archive_option, settle_at_exit
 from cdc_assets.spark.errors import jdbc_connect_failure
-from cdc_assets.spark.pyfiles import is_local, ship_package
+from cdc_assets.spark.pyfiles import is_local, package_digest, ship_package
 
 REMOTE = "spark.remote"
 _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -87,22 +90,85 @@ def attach_session(settings: dict[str, str]) -> tuple[SparkSession, bool]:
 
     Only SQL settings apply per session (UTC, CHAR as read); the server's own (its master, the JDBC jars, JVM
     options) are its command line's (README, "Spark Connect"). Each new session gets our package as an artifact,
-    which the server puts on the session's Python workers' `sys.path`."""
+    which the server puts on the session's Python workers' `sys.path`.
+
+    The runs of one task share one server session (`shared_session_id`): a server starts Python workers per
+    session, and in a backfill of short runs each run paid its own workers' start (their imports), about a second
+    of CPU per worker, more than its rows cost. The session is never released (`stop()` only closes this client's
+    channel), since the server refuses a released session's id ever after."""
     from pyspark.sql.connect.session import SparkSession as RemoteSession
 
     started = RemoteSession.getActiveSession() is None and RemoteSession._get_default_session() is None
-    builder = RemoteSession.builder.remote(settings[REMOTE])
+    remote = settings[REMOTE]
+    try:
+        if started and "session_id=" not in remote:
+            try:
+                session = _remote_session(settings, _with_session_id(remote, shared_session_id(settings)))
+                session.release_session_on_close = False
+                _SHARED.add(session)
+                ship_package(session)
+            except Exception as exc:
+                # The shared session expired on the server (idle past its timeout) or someone released it: the
+                # server refuses its id for good, so this run takes a session of its own.
+                if "SESSION_CLOSED" not in str(exc):
+                    raise
+                _forget_default(RemoteSession)
+                session = _remote_session(settings, remote)
+                ship_package(session)
+        else:
+            session = _remote_session(settings, remote)
+            if started:
+                ship_package(session)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError(f"Spark Connect server {remote} is not reachable: {str(exc).splitlines()[0]}",
+                          "start it (cdc-assets spark-connect-server) or fix spark.remote") from exc
+    return session, started
+
+
+def _forget_default(remote_session_class) -> None:
+    """The refused session is this process's default and active one (set before its first call failed): stopped
+    without releasing it, so that the next builder creates another."""
+    for session in (remote_session_class.getActiveSession(), remote_session_class._get_default_session()):
+        if session is not None:
+            session.release_session_on_close = False
+            session.stop()
+
+
+_SHARED: weakref.WeakSet = weakref.WeakSet()
+
+
+def is_shared(session: SparkSession) -> bool:
+    """A Spark Connect session other runs of the task use at the same time: its settings are not this run's to
+    change."""
+    return session in _SHARED
+
+
+def shared_session_id(settings: dict[str, str]) -> str:
+    """The server session the runs of one task share: the same for the same server, task (app name), SQL settings
+    and package (a run with other code must not import a session's older copy: a different package is a different
+    session), within the same hour. The hour bounds a session's life below the server's default idle timeout
+    (60 min), after which the server refuses its id; a shorter timeout falls back to a session per run."""
+    key = "|".join([settings[REMOTE], settings.get("spark.app.name", ""), package_digest(),
+                    *sorted(f"{k}={v}" for k, v in settings.items() if k.startswith("spark.sql.")),
+                    str(int(time.time() // 3600))])
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, key))
+
+
+def _with_session_id(remote: str, session_id: str) -> str:
+    # sc://host:port/;param=value;...: the connection string's parameters follow the first "/;".
+    return f"{remote};session_id={session_id}" if "/;" in remote else f"{remote.rstrip('/')}/;session_id={session_id}"
+
+
+def _remote_session(settings: dict[str, str], remote: str):
+    from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+    builder = RemoteSession.builder.remote(remote)
     for key, value in settings.items():
         if key.startswith("spark.sql."):
             builder = builder.config(key, value)
-    try:
-        session = builder.getOrCreate()
-    except Exception as exc:
-        raise ConfigError(f"Spark Connect server {settings[REMOTE]} is not reachable: {str(exc).splitlines()[0]}",
-                          "start it (cdc-assets spark-connect-server) or fix spark.remote") from exc
-    if started:
-        ship_package(session)
-    return session, started
+    return builder.getOrCreate()
 
 
 @contextmanager
@@ -144,11 +210,12 @@ def warm_up(session: SparkSession, endpoint: JdbcEndpoint) -> None:
         raise
 
 
-def warm_up_source(session: SparkSession, source: object) -> None:
+def warm_up_source(session: SparkSession, source: object, jdbc: bool = True) -> None:
     """`warm_up` for whatever source the task reads: one that reads over JDBC offers its endpoint (`jdbc()`), whose
-    login is checked here; any other pays the Python workers' start only."""
+    login is checked here; any other, or one whose snapshot does not read through Spark JDBC (`jdbc` False: piped
+    `COPY`), pays the Python workers' start only."""
     endpoint = getattr(source, "jdbc", None)
-    if callable(endpoint):
+    if jdbc and callable(endpoint):
         warm_up(session, endpoint())
         return
     frame = session.createDataFrame([(1,)], "warm_up int")

@@ -23,10 +23,11 @@ TASK_BATCH_ROWS = 10_000  # a TaskExport's tuples per Arrow batch
 
 
 def stage(spark: SparkSession, export: RowExport, write: JdbcWrite | CopyWrite | TaskWrite,
-          fetch_size: int, limit: ReadLimit | None = None) -> int | None:
+          fetch_size: int, limit: ReadLimit | None = None) -> list[int] | None:
     """Read the group's rows as `export` says and write them as `write` says; `fetch_size`: rows per JDBC fetch;
     `limit`: the rows and bytes a second of all the group's tasks together (spark/pacing.py).
-    The rows written, where the write counts them (COPY, the sink's own client); None through JDBC."""
+    The rows written by each partition (one per split, in the group's order) where the write counts them (COPY,
+    the sink's own client); None through JDBC."""
     each = task_share(spark, limit, _partitions(export))
     if isinstance(export.how, CopyOutExport):
         if not isinstance(write, CopyWrite):
@@ -38,13 +39,13 @@ def stage(spark: SparkSession, export: RowExport, write: JdbcWrite | CopyWrite |
 
 
 def stage_each(spark: SparkSession, pairs: list[tuple[RowExport, JdbcWrite | CopyWrite | TaskWrite]],
-               fetch_size: int, limit: ReadLimit | None = None) -> list[Exception | None]:
+               fetch_size: int, limit: ReadLimit | None = None) -> tuple[list[Exception | None], list[int] | None]:
     """Each (export, write) of several targets; exports that share a `how` are one read of the source, cached
     across their writes (paced by `limit` during the first, which fills the cache), each write taking its export's
-    columns. Each write's error is returned in its place and the others go on; one pair raises, as `stage` does."""
+    columns. Each write's error is returned in its place and the others go on; one pair raises, as `stage` does.
+    With one pair, also `stage`'s rows per partition."""
     if len(pairs) == 1:
-        stage(spark, *pairs[0], fetch_size, limit)
-        return [None]
+        return [None], stage(spark, *pairs[0], fetch_size, limit)
     from pyspark import StorageLevel
 
     reads: dict[int, list[int]] = {}
@@ -70,7 +71,7 @@ def stage_each(spark: SparkSession, pairs: list[tuple[RowExport, JdbcWrite | Cop
                         errors[n] = exc
         finally:
             frame.unpersist()
-    return errors
+    return errors, None
 
 
 def _columns(frame: DataFrame, export: RowExport) -> DataFrame:
@@ -79,7 +80,7 @@ def _columns(frame: DataFrame, export: RowExport) -> DataFrame:
     return frame.select(*[frame["`" + name.replace("`", "``") + "`"] for name in export.columns])
 
 
-def _write(frame: DataFrame, write: JdbcWrite | CopyWrite | TaskWrite, each: TaskShare | None) -> int | None:
+def _write(frame: DataFrame, write: JdbcWrite | CopyWrite | TaskWrite, each: TaskShare | None) -> list[int] | None:
     if isinstance(write, JdbcWrite):
         write_jdbc(paced_frame(frame, each), write)
         return None
@@ -140,12 +141,13 @@ def read_tasks(spark: SparkSession, how: TaskExport) -> DataFrame:
     return spark.range(0, len(tasks), 1, count).mapInArrow(read_partition, schema)
 
 
-def pipe_copy(spark: SparkSession, export: CopyOutExport, write: CopyWrite, limit: TaskShare | None = None) -> int:
+def pipe_copy(spark: SparkSession, export: CopyOutExport, write: CopyWrite,
+              limit: TaskShare | None = None) -> list[int]:
     """Each split's COPY TO on the source piped into the staging COPY, one Spark task per split (a frame of split
     positions, one partition each: it runs under Spark Connect too), one target transaction per split; with a
-    `limit`, each task paced per chunk. The rows written."""
+    `limit`, each task paced per chunk. The rows written per split, in the group's order."""
     source_args, statements = export.connect_args, export.statements
-    target_args, copy_sql = write.connect_args, write.copy_sql
+    target_args, copy_sql = write.connect_args, write.copy_sql + (" (FORMAT binary)" if export.binary else "")
     chunk_rows = limit.batch_rows if limit is not None else None
 
     def pipe_splits(batches):
@@ -160,8 +162,8 @@ def pipe_copy(spark: SparkSession, export: CopyOutExport, write: CopyWrite, limi
                 yield pa.RecordBatch.from_pydict({"rows": [rows]}, schema=pa.schema([("rows", pa.int64())]))
 
     n = len(statements)
-    counts = spark.range(0, n, 1, n).mapInArrow(pipe_splits, "rows long").collect()
-    return sum(int(r[0]) for r in counts)
+    # collect() returns partitions in order, and partition i pipes split i.
+    return [int(r[0]) for r in spark.range(0, n, 1, n).mapInArrow(pipe_splits, "rows long").collect()]
 
 
 def write_jdbc(frame: DataFrame, write: JdbcWrite) -> None:
@@ -170,14 +172,14 @@ def write_jdbc(frame: DataFrame, write: JdbcWrite) -> None:
     frame.write.jdbc(write.endpoint.url, write.table, mode="append", properties=props)
 
 
-def write_copy(frame: DataFrame, write: CopyWrite, limit: TaskShare | None = None) -> int:
+def write_copy(frame: DataFrame, write: CopyWrite, limit: TaskShare | None = None) -> list[int]:
     """COPY text lines (the frame's first column) into a PostgreSQL staging table.
 
     Each partition arrives as Arrow batches in a Python worker, which streams them into one `COPY ... FROM STDIN`
     over its own connection, in one transaction per partition (as Spark's JDBC writer does); with a `limit`,
     paced after each batch by its rows and the byte length of its COPY lines. No Python object per row: each
     batch's lines get their newline in one Arrow kernel, and the string column's data buffer is the COPY payload
-    as it is."""
+    as it is. The rows of each partition, in partition order (a JDBC export's partition i is split i)."""
     connect_args, copy_sql = write.connect_args, write.copy_sql
 
     def copy_partition(batches):
@@ -193,9 +195,8 @@ def write_copy(frame: DataFrame, write: CopyWrite, limit: TaskShare | None = Non
             conn.close()
         yield pa.RecordBatch.from_pydict({"rows": [stream.rows]})
 
-    # One count per partition, summed here: a groupBy would add a shuffle stage to every group's job.
-    counts = frame.select(frame.columns[0]).mapInArrow(copy_partition, "rows long").collect()
-    return sum(int(r[0]) for r in counts)
+    # One count per partition, in partition order (collect() keeps it): a groupBy would add a shuffle stage.
+    return [int(r[0]) for r in frame.select(frame.columns[0]).mapInArrow(copy_partition, "rows long").collect()]
 
 
 class _CopyStream:
@@ -230,8 +231,9 @@ def copy_payload(lines) -> bytes:
     return memoryview(ended.buffers()[2])[offsets[ended.offset]:offsets[ended.offset + len(ended)]].tobytes()
 
 
-def write_tasks(frame: DataFrame, write: TaskWrite, limit: TaskShare | None = None) -> int:
-    """Each partition's rows (tuples in the export's shape) through the sink's own client; the rows written."""
+def write_tasks(frame: DataFrame, write: TaskWrite, limit: TaskShare | None = None) -> list[int]:
+    """Each partition's rows (tuples in the export's shape) through the sink's own client; the rows each partition
+    wrote, in partition order."""
     fn = write.write
 
     def write_partition(batches):
@@ -243,5 +245,4 @@ def write_tasks(frame: DataFrame, write: TaskWrite, limit: TaskShare | None = No
 
         yield pa.RecordBatch.from_pydict({"rows": [fn(paced_rows(rows(), limit))]})
 
-    total = frame.mapInArrow(write_partition, "rows long").groupBy().sum("rows").collect()
-    return int(total[0][0] or 0)
+    return [int(r[0]) for r in frame.mapInArrow(write_partition, "rows long").collect()]

@@ -148,7 +148,7 @@ def test_a_task_write_is_paced_across_its_tasks(servers, spark, pg_target):
     with conn.cursor() as cur:
         cur.execute("TRUNCATE written")
     began = time.monotonic()
-    assert stage(spark, export, write, fetch_size=100, limit=ReadLimit(rows_per_second=200)) == 2 * TASK_ROWS
+    assert sum(stage(spark, export, write, fetch_size=100, limit=ReadLimit(rows_per_second=200))) == 2 * TASK_ROWS
     seconds = time.monotonic() - began
     assert fetch_rows(conn, "written", "id") == [(t, t * TASK_ROWS + i, f"row {i}") for t in (0, 1)
                                                  for i in range(TASK_ROWS)]

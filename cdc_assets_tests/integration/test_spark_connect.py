@@ -70,3 +70,50 @@ def test_snapshot_attaches_to_the_connect_server(tmp_path, servers, connect_serv
             assert_same_rows(source_conn, "mysql", target_conn, "postgres", unique_name)
     finally:
         target_conn.close()
+
+
+ATTACH = """
+import json, sys
+from cdc_assets.spark.session import attach_session, is_shared
+session, started = attach_session({"spark.remote": sys.argv[1], "spark.app.name": sys.argv[2],
+                                   "spark.sql.session.timeZone": "UTC"})
+def pid(batches):
+    import os
+    import pyarrow as pa
+    for batch in batches:
+        yield pa.RecordBatch.from_pydict({"pid": [os.getpid()] * batch.num_rows})
+pids = sorted({r[0] for r in session.range(0, 2, 1, 1).mapInArrow(pid, "pid long").collect()})
+print(json.dumps({"session": session.session_id, "shared": is_shared(session), "pids": pids}))
+session.stop()
+"""
+
+
+def _attach(server, app: str) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", ATTACH, server.url, app], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_runs_of_a_task_share_one_server_session_and_its_python_workers(connect_server, unique_name):
+    """Two processes of one task (two Dagster runs) attach to the same server session, whose Python worker the
+    second reuses instead of starting its own; another task gets a session of its own. A session someone released
+    is refused by the server for good: the next run then takes a fresh one of its own and still runs."""
+    from cdc_assets.spark.session import REMOTE, _remote_session, _with_session_id, shared_session_id
+
+    first, second = _attach(connect_server, f"cdc_assets:{unique_name}"), _attach(connect_server, f"cdc_assets:{unique_name}")
+    assert first["shared"] and first["session"] == second["session"]
+    assert first["pids"] == second["pids"]  # the worker the first run started
+    other = _attach(connect_server, f"cdc_assets:{unique_name}_other")
+    assert other["session"] != first["session"] and other["pids"] != first["pids"]
+
+    settings = {REMOTE: connect_server.url, "spark.app.name": f"cdc_assets:{unique_name}_released",
+                "spark.sql.session.timeZone": "UTC"}
+    released = _remote_session(settings, _with_session_id(connect_server.url, shared_session_id(settings)))
+    released.range(1).collect()
+    released.stop()  # releases it on the server
+    after = _attach(connect_server, f"cdc_assets:{unique_name}_released")
+    assert not after["shared"] and after["session"] != shared_session_id(settings) and after["pids"]

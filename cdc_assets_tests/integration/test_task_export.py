@@ -153,7 +153,7 @@ def test_task_write_runs_in_each_partition_and_counts_the_rows(servers, spark, p
     export = RowExport(RowFormat.COLUMNS, TaskExport(tuple(ROWS), read_names, "split int, id bigint, name string"),
                        tuple(Transport(c, False) for c in COLUMNS[:2]))
     write = TaskWrite(functools.partial(write_rows, postgres_args(DbUrl.parse(servers.postgres.url(name))), "written"))
-    assert stage(spark, export, write, fetch_size=100) == len(EXPECTED)
+    assert sum(stage(spark, export, write, fetch_size=100)) == len(EXPECTED)
     with conn.cursor() as cur:
         cur.execute("SELECT split, id, name FROM written ORDER BY id")
         assert cur.fetchall() == [(i, row[0], row[1]) for i, rows in ROWS.items() for row in rows]

