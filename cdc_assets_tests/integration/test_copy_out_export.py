@@ -44,6 +44,17 @@ def _plan(source: PostgresSource):
     return schema, plan, list(plan.splits)
 
 
+def _export(servers, name: str):
+    """Every split of `tricky`, exported for a PostgreSQL target that declares each column as the source does."""
+    source = PostgresSource(DbUrl.parse(servers.postgres.url(name)))
+    try:
+        schema, plan, splits = _plan(source)
+        target = TargetFormat("postgres", RowFormat.COPY_TEXT, lambda c, in_key: c.native)
+        return splits, source.export(plan, schema, splits, target)
+    finally:
+        source.close()
+
+
 def _copy_out(export: CopyOutExport) -> list[bytes]:
     import io
 
@@ -84,13 +95,7 @@ def test_copy_out_text_is_the_jdbc_lines_byte_for_byte(servers, spark, unique_na
 def test_copy_out_export_pipes_every_split_into_the_staging_table(servers, spark, pg_target, unique_name):
     name, conn = pg_target
     with _source(servers, unique_name) as src:
-        source = PostgresSource(DbUrl.parse(servers.postgres.url(unique_name)))
-        try:
-            schema, plan, splits = _plan(source)
-            target = TargetFormat("postgres", RowFormat.COPY_TEXT, lambda c, in_key: c.native)
-            export = source.export(plan, schema, splits, target)
-        finally:
-            source.close()
+        splits, export = _export(servers, unique_name)
         with conn.cursor() as cur:
             cur.execute(f"CREATE TABLE staged (_cdc_split int, {COLUMNS.replace(' PRIMARY KEY', '')})")
         write = CopyWrite(postgres_args(DbUrl.parse(servers.postgres.url(name))), "COPY staged FROM STDIN")
@@ -164,13 +169,7 @@ def test_binary_pipe_stages_the_source_values_exactly(servers, spark, pg_target,
     statements = ["CREATE DOMAIN positive_int AS integer CHECK (VALUE > 0)",
                   f"CREATE TABLE tricky ({BINARY_COLUMNS})", f"INSERT INTO tricky VALUES {', '.join(BINARY_ROWS)}"]
     with source_database(servers, "postgres", unique_name, statements) as src:
-        source = PostgresSource(DbUrl.parse(servers.postgres.url(unique_name)))
-        try:
-            schema, plan, splits = _plan(source)
-            target = TargetFormat("postgres", RowFormat.COPY_TEXT, lambda c, in_key: c.native)
-            export = source.export(plan, schema, splits, target)
-        finally:
-            source.close()
+        splits, export = _export(servers, unique_name)
         assert export.how.binary and all(s.endswith("TO STDOUT (FORMAT binary)") for s in export.how.statements)
         with conn.cursor() as cur:
             staged = BINARY_COLUMNS.replace(" PRIMARY KEY", "").replace("positive_int", "integer")
