@@ -5,8 +5,8 @@ The source's COPY text is the staging table's COPY text (the source renders each
 line does, core/boundary.CopyOutExport), or both are COPY's binary format, so the bytes pass through untouched: a
 thread reads the source into chunks of about CHUNK_BYTES, a bounded queue hands them to the target's COPY (the read
 waits when the write is behind). psycopg2 hands each source row to `write()` as one bytes object (binary: the
-trailer too); nothing else is built per row. The rows copied are the target's count. Imports psycopg2 and core/read_limit only: it runs in
-Python workers.
+trailer too); nothing else is built per row. The rows copied are the target's count. Imports psycopg2 and
+core/read_limit only: it runs in Python workers.
 """
 from __future__ import annotations
 

@@ -33,9 +33,7 @@ SELECT a.attname FROM pg_index i
 JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true
 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
 WHERE i.indrelid = %s::regclass AND i.indisprimary ORDER BY k.ord"""
-# What the JDBC export's session has (PgJDBC sets DateStyle ISO, extra_float_digits 3 and UTF8; the driver JVM's
-# time zone is UTC), so `COPY ... TO` renders every value as the JDBC path's COPY line does. IntervalStyle,
-# lc_monetary and bytea_output are the server's in both (bytea is rendered by encode()).
+
 # Types whose binary COPY form is the same bytes on any PostgreSQL server (no OIDs inside, unlike arrays, records
 # and user-defined types), by the name format_type() gives them without a size.
 _BINARY_SAFE = frozenset({
@@ -54,6 +52,9 @@ def binary_copy(schema: TableSchema, target: TargetFormat) -> bool:
         and re.sub(r"\(\d+(,\d+)?\)", "", c.native) in _BINARY_SAFE for c in schema.columns)
 
 
+# What the JDBC export's session has (PgJDBC sets DateStyle ISO, extra_float_digits 3 and UTF8; the driver JVM's
+# time zone is UTC), so `COPY ... TO` renders every value as the JDBC path's COPY line does. IntervalStyle,
+# lc_monetary and bytea_output are the server's in both (bytea is rendered by encode()).
 _COPY_OUT_SESSION = "-c TimeZone=UTC -c DateStyle=ISO -c extra_float_digits=3 -c client_encoding=UTF8"
 _UNIQUE_SQL = """
 SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
