@@ -126,8 +126,8 @@ class TaskRuntime:
     @property
     def snapshot_reads_jdbc(self) -> bool:
         """Whether the snapshot reads the source through Spark JDBC: not where one PostgreSQL target takes a
-        PostgreSQL source's splits piped `COPY` to `COPY` (the JDBC warm-up, its driver's classes and a query, took
-        about 1 s of a 3M-row CLI snapshot's start there, for nothing)."""
+        PostgreSQL source's splits piped `COPY` to `COPY`, where the JDBC warm-up (the driver's classes and a
+        query) would warm a read that never happens."""
         pipes = getattr(self.source, "pipes_copy", None)
         return not (len(self.lanes) == 1 and callable(pipes) and pipes(self.lanes[0].sink.target_format()))
 
