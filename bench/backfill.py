@@ -32,7 +32,7 @@ import yaml
 
 from cdc_assets.core.tables import TableId
 from cdc_assets.defs.names import partitions_name
-from cdc_assets.dev.processes import free_port, wait_for
+from cdc_assets.dev.processes import free_port, stop_groups, wait_for
 from cdc_assets.dev.servers import start_servers
 from cdc_assets.dev.spark_connect import SparkConnectServer
 
@@ -149,16 +149,7 @@ class Instance:
 
     def stop(self) -> None:
         pids = self.pids()
-        for process in self.processes:
-            try:
-                os.killpg(process.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for process in self.processes:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
+        stop_groups(self.processes, grace=20)
         for pid in pids:  # runs that left their group (a run worker is its own session leader)
             try:
                 os.kill(pid, signal.SIGKILL)

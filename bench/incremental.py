@@ -49,6 +49,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 
 import cdc_assets
 from cdc_assets.config import PipelineConfig, load_config
+from cdc_assets.dev.processes import stop_groups
 from cdc_assets.dev.servers import start_servers, stop_servers
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
@@ -397,12 +398,7 @@ class DagsterPath:
         with DagsterInstance.from_config(str(self.home)) as instance:
             while instance.get_run_records(RunsFilter(statuses=ACTIVE), limit=1) and time.monotonic() < deadline:
                 time.sleep(0.5)
-        os.killpg(self.proc.pid, signum)
-        try:
-            self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        stop_groups([self.proc], grace=60)
         self.returncode = 0
 
     def runs(self) -> tuple[int, int, float]:

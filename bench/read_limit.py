@@ -121,7 +121,7 @@ def copy_bytes(rt: TaskRuntime, table: TableId) -> int:
     [tp] = [p for p in ensure_plans(rt) if p.plan.table == table]
     schema = describe(rt, table)
     export = rt.source.export(tp.plan, schema, list(tp.plan.splits), rt.sink.target_format())
-    if isinstance(export.how, CopyOutExport):  # a PostgreSQL source's COPY TO: its text is what the pipe counts
+    if isinstance(export.how, CopyOutExport):  # a PostgreSQL source's COPY TO: its output is what the pipe counts
         return sum(copied_bytes(export.how.connect_args, s) for s in export.how.statements)
     frame = read_export(rt.spark, export, rt.config.snapshot.fetch_size)
     line = frame.columns[0]

@@ -100,31 +100,42 @@ def attach_session(settings: dict[str, str]) -> tuple[SparkSession, bool]:
 
     started = RemoteSession.getActiveSession() is None and RemoteSession._get_default_session() is None
     remote = settings[REMOTE]
+    shared = started and "session_id=" not in remote
     try:
-        if started and "session_id=" not in remote:
-            try:
-                session = _remote_session(settings, _with_session_id(remote, shared_session_id(settings)))
-                session.release_session_on_close = False
-                _SHARED.add(session)
-                ship_package(session)
-            except Exception as exc:
-                # The shared session expired on the server (idle past its timeout) or someone released it: the
-                # server refuses its id for good, so this run takes a session of its own.
-                if "SESSION_CLOSED" not in str(exc):
-                    raise
-                _forget_default(RemoteSession)
-                session = _remote_session(settings, remote)
-                ship_package(session)
-        else:
-            session = _remote_session(settings, remote)
-            if started:
-                ship_package(session)
+        try:
+            session = _open(settings, _with_session_id(remote, shared_session_id(settings)) if shared else remote,
+                            started, shared)
+        except Exception as exc:
+            # The shared session expired on the server (idle past its timeout) or someone released it: the server
+            # refuses its id for good, so this run takes a session of its own.
+            if not (shared and "SESSION_CLOSED" in str(exc)):
+                raise
+            _forget_default(RemoteSession)
+            session = _open(settings, remote, started, shared=False)
     except ConfigError:
         raise
     except Exception as exc:
         raise ConfigError(f"Spark Connect server {remote} is not reachable: {str(exc).splitlines()[0]}",
                           "start it (cdc-assets spark-connect-server) or fix spark.remote") from exc
     return session, started
+
+
+def _open(settings: dict[str, str], remote: str, started: bool, shared: bool):
+    """The session at `remote` with the task's SQL settings; a new one (`started`) gets our package. A shared one is
+    never released by this process."""
+    from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+    builder = RemoteSession.builder.remote(remote)
+    for key, value in settings.items():
+        if key.startswith("spark.sql."):
+            builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    if shared:
+        session.release_session_on_close = False
+        _SHARED.add(session)
+    if started:
+        ship_package(session)
+    return session
 
 
 def _forget_default(remote_session_class) -> None:
@@ -159,16 +170,6 @@ def shared_session_id(settings: dict[str, str]) -> str:
 def _with_session_id(remote: str, session_id: str) -> str:
     # sc://host:port/;param=value;...: the connection string's parameters follow the first "/;".
     return f"{remote};session_id={session_id}" if "/;" in remote else f"{remote.rstrip('/')}/;session_id={session_id}"
-
-
-def _remote_session(settings: dict[str, str], remote: str):
-    from pyspark.sql.connect.session import SparkSession as RemoteSession
-
-    builder = RemoteSession.builder.remote(remote)
-    for key, value in settings.items():
-        if key.startswith("spark.sql."):
-            builder = builder.config(key, value)
-    return builder.getOrCreate()
 
 
 @contextmanager

@@ -162,8 +162,7 @@ def pipe_copy(spark: SparkSession, export: CopyOutExport, write: CopyWrite,
                 yield pa.RecordBatch.from_pydict({"rows": [rows]}, schema=pa.schema([("rows", pa.int64())]))
 
     n = len(statements)
-    # collect() returns partitions in order, and partition i pipes split i.
-    return [int(r[0]) for r in spark.range(0, n, 1, n).mapInArrow(pipe_splits, "rows long").collect()]
+    return _counts(spark.range(0, n, 1, n), pipe_splits)  # partition i pipes split i
 
 
 def write_jdbc(frame: DataFrame, write: JdbcWrite) -> None:
@@ -195,8 +194,7 @@ def write_copy(frame: DataFrame, write: CopyWrite, limit: TaskShare | None = Non
             conn.close()
         yield pa.RecordBatch.from_pydict({"rows": [stream.rows]})
 
-    # One count per partition, in partition order (collect() keeps it): a groupBy would add a shuffle stage.
-    return [int(r[0]) for r in frame.select(frame.columns[0]).mapInArrow(copy_partition, "rows long").collect()]
+    return _counts(frame.select(frame.columns[0]), copy_partition)
 
 
 class _CopyStream:
@@ -245,4 +243,10 @@ def write_tasks(frame: DataFrame, write: TaskWrite, limit: TaskShare | None = No
 
         yield pa.RecordBatch.from_pydict({"rows": [fn(paced_rows(rows(), limit))]})
 
-    return [int(r[0]) for r in frame.mapInArrow(write_partition, "rows long").collect()]
+    return _counts(frame, write_partition)
+
+
+def _counts(frame: DataFrame, count_partition) -> list[int]:
+    """`count_partition(batches)` runs on each partition and yields one batch holding one `rows` value: those
+    values in partition order, which collect() keeps (a groupBy would add a shuffle stage to every group's job)."""
+    return [int(r[0]) for r in frame.mapInArrow(count_partition, "rows long").collect()]

@@ -102,7 +102,7 @@ def test_runs_of_a_task_share_one_server_session_and_its_python_workers(connect_
     """Two processes of one task (two Dagster runs) attach to the same server session, whose Python worker the
     second reuses instead of starting its own; another task gets a session of its own. A session someone released
     is refused by the server for good: the next run then takes a fresh one of its own and still runs."""
-    from cdc_assets.spark.session import REMOTE, _remote_session, _with_session_id, shared_session_id
+    from cdc_assets.spark.session import REMOTE, _open, _with_session_id, shared_session_id
 
     first, second = _attach(connect_server, f"cdc_assets:{unique_name}"), _attach(connect_server, f"cdc_assets:{unique_name}")
     assert first["shared"] and first["session"] == second["session"]
@@ -112,7 +112,7 @@ def test_runs_of_a_task_share_one_server_session_and_its_python_workers(connect_
 
     settings = {REMOTE: connect_server.url, "spark.app.name": f"cdc_assets:{unique_name}_released",
                 "spark.sql.session.timeZone": "UTC"}
-    released = _remote_session(settings, _with_session_id(connect_server.url, shared_session_id(settings)))
+    released = _open(settings, _with_session_id(connect_server.url, shared_session_id(settings)), False, False)
     released.range(1).collect()
     released.stop()  # releases it on the server
     after = _attach(connect_server, f"cdc_assets:{unique_name}_released")
