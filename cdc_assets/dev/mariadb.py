@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -13,7 +14,8 @@ import pymysql
 from cdc_assets.dev.processes import (START_TIMEOUT, STOP_TIMEOUT, request_shutdown, run, running, tail, terminate,
                                       wait_for)
 
-DEV_USER, DEV_PASSWORD = "cdc", "cdc"  # throwaway servers on loopback only
+DEV_USER = "cdc"
+PASSWORD_FILE = "dev-password"  # beside the data: the server's login, made when its folder is first used
 
 
 @dataclass
@@ -22,12 +24,16 @@ class MariaDbServer:
     port: int
     pid: int = 0
     user: str = DEV_USER
-    password: str = field(default=DEV_PASSWORD, repr=False)  # test failures print reprs
+    password: str = field(default="", repr=False)  # test failures print reprs; empty: this folder's own
     # A replica needs its own server id and binlog names (failover tests); `options` are more my.cnf lines.
     server_id: int = 1
     binlog_basename: str = "mysql-bin"
     options: tuple[str, ...] = ()
     _process: subprocess.Popen | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.password:
+            self.password = dev_password(self.base)
 
     @property
     def datadir(self) -> Path:
@@ -81,7 +87,7 @@ class MariaDbServer:
             self.stop()
             raise RuntimeError(f"mariadbd did not start on port {self.port}:\n"
                                f"{tail(self.base / 'mariadbd.out', 1000)}\n{tail(self.error_log)}")
-        self._grant_dev_user()
+        self.grant_dev_user()
         return self
 
     def _write_config(self) -> None:
@@ -111,14 +117,17 @@ class MariaDbServer:
     def answers(self) -> bool:
         return subprocess.run(self._admin("mariadb-admin", "ping"), capture_output=True).returncode == 0
 
-    def _grant_dev_user(self) -> None:
-        # Idempotent on every start, so a first start interrupted after install-db still ends with the user.
+    def grant_dev_user(self) -> None:
+        """The dev user with this folder's password (root over the socket needs none). Idempotent, on every start
+        and reuse: a first start interrupted after install-db still ends with the user, and a folder from before
+        generated passwords gets its own."""
         sql = "".join(
             f"CREATE USER IF NOT EXISTS '{self.user}'@'{host}' IDENTIFIED BY '{self.password}';"
+            f"ALTER USER '{self.user}'@'{host}' IDENTIFIED BY '{self.password}';"
             f"GRANT ALL PRIVILEGES ON *.* TO '{self.user}'@'{host}' WITH GRANT OPTION;"
             for host in ("127.0.0.1", "localhost")
         )
-        run(self._admin("mariadb", "-e", sql), "creating the MariaDB dev user")
+        run(self._admin("mariadb"), "creating the MariaDB dev user", stdin=sql)  # not in the process list
 
     def stop(self) -> None:
         if running(self.pid, "mariadbd"):
@@ -127,3 +136,17 @@ class MariaDbServer:
             terminate(self.pid, "mariadbd", signal.SIGTERM, grace=STOP_TIMEOUT if asked else 0)
         if self._process is not None:
             self._process.wait()  # our child: reap it, else it lingers as a zombie
+
+
+def dev_password(base: Path) -> str:
+    """The login of the server in `base`: random, made once and kept (owner-only) in `base`, so a restarted server
+    and every config written for it agree, and no password is written in the code."""
+    path = base / PASSWORD_FILE
+    if path.is_file():
+        return path.read_text().strip()
+    base.mkdir(parents=True, exist_ok=True)
+    password = secrets.token_hex(12)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(password)
+    return password

@@ -35,8 +35,8 @@ def tail(path: Path, chars: int = 3000) -> str:
     return path.read_text(errors="replace")[-chars:] if path.exists() else f"({path} does not exist)"
 
 
-def run(args: list[str], what: str, timeout: float = START_TIMEOUT) -> None:
-    done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+def run(args: list[str], what: str, timeout: float = START_TIMEOUT, stdin: str | None = None) -> None:
+    done = subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"{what} failed ({done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")
 

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from cdc_assets.dev.mariadb import DEV_USER, MariaDbServer
+from cdc_assets.dev.mariadb import DEV_USER, PASSWORD_FILE, MariaDbServer
 from cdc_assets.dev.permissions import postgres_home
 from cdc_assets.dev.postgres import PostgresServer
 from cdc_assets.dev.processes import bindable, free_port, running
@@ -51,6 +51,8 @@ def start_servers(base_dir: Path) -> tuple[MariaDbServer, PostgresServer]:
     base_dir.mkdir(parents=True, exist_ok=True)
     old_mariadb, old_postgres = recorded_servers(base_dir)
     mariadb = _reuse_or_start(old_mariadb, lambda port: MariaDbServer(base_dir / "mariadb", port).start())
+    if mariadb is old_mariadb:
+        mariadb.grant_dev_user()
     write_state(base_dir, mariadb)
     postgres = _reuse_or_start(old_postgres, lambda port: PostgresServer(postgres_home(base_dir), port).start())
     write_state(base_dir, mariadb, postgres)
@@ -97,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "start":
         print(_describe(start_servers(args.dir)))
-        print(f"MariaDB user {DEV_USER} has the fixed dev password; PostgreSQL trusts loopback.")
+        print(f"MariaDB user {DEV_USER}'s password is in {args.dir / 'mariadb' / PASSWORD_FILE}; PostgreSQL trusts "
+              "loopback.")
         return 0
     if args.command == "stop":
         stop_servers(args.dir)

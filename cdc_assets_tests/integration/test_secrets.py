@@ -29,7 +29,8 @@ def test_password_stays_out_of_everything_a_user_sees(tmp_path, servers, unique_
     servers.postgres.create_database(f"{unique_name}_tgt")
     config = write_config(tmp_path, servers, task_id="secrets", source="mysql", source_db=unique_name,
                           tables=[f"{unique_name}.s"], target="postgres", target_db=f"{unique_name}_tgt")
-    text = config.read_text().replace("cdc:cdc@", f"{unique_name}:${{CDC_TEST_SECRET}}@")
+    text = config.read_text().replace(f"{servers.mariadb.user}:{servers.mariadb.password}@",
+                                      f"{unique_name}:${{CDC_TEST_SECRET}}@")
     config.write_text(text)
     home = tmp_path / "dagster_home"
     env = {**os.environ, "DAGSTER_HOME": str(home), "CDC_TEST_SECRET": SECRET}
