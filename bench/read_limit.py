@@ -28,6 +28,7 @@ import yaml
 
 from cdc_assets.config import SparkConfig, load_config
 from cdc_assets.core.boundary import CopyOutExport
+from cdc_assets.sources.base import SqlSource
 from cdc_assets.core.tables import TableId
 from cdc_assets.dev.servers import start_servers
 from cdc_assets.engine.incremental import sync
@@ -121,8 +122,10 @@ def copy_bytes(rt: TaskRuntime, table: TableId) -> int:
     [tp] = [p for p in ensure_plans(rt) if p.plan.table == table]
     schema = describe(rt, table)
     export = rt.source.export(tp.plan, schema, list(tp.plan.splits), rt.sink.target_format())
-    if isinstance(export.how, CopyOutExport):  # a PostgreSQL source's COPY TO: its output is what the pipe counts
+    if isinstance(export.how, CopyOutExport) and export.how.client == "postgres":  # COPY TO's output is counted
         return sum(copied_bytes(export.how.connect_args, s) for s in export.how.statements)
+    if isinstance(export.how, CopyOutExport):  # a MySQL source's piped lines are the JDBC export's, byte for byte
+        export = SqlSource.export(rt.source, tp.plan, schema, list(tp.plan.splits), rt.sink.target_format())
     frame = read_export(rt.spark, export, rt.config.snapshot.fetch_size)
     line = frame.columns[0]
     return int(frame.selectExpr(f"sum(octet_length(`{line}`) + 1)").collect()[0][0])

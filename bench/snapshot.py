@@ -2,7 +2,7 @@
 PostgreSQL->PostgreSQL, beside the practical limit of this machine measured in the same run (server-side export +
 COPY).
 
-    python bench/snapshot.py [--rows 1000000,3000000] [--dir /tmp/cdc-bench] [--repeat N] [--no-connect]
+    python bench/snapshot.py [--rows 1000000,3000000] [--dir /tmp/cdc-bench] [--repeat N] [--no-connect] [--no-pipe]
 
 Prints per row count and direction: end-to-end seconds and rows/s of the CLI (process, Spark and Dagster start-up
 included), the same CLI run attached to a long-lived Spark Connect server (`spark.remote`, started once by the
@@ -72,14 +72,15 @@ def reset_target(postgres) -> None:
     conn.close()
 
 
-def write_config(base: Path, name: str, source_url: str, target_url: str, remote: str | None = None) -> Path:
+def write_config(base: Path, name: str, source_url: str, target_url: str, remote: str | None = None,
+                 pipe: bool = True) -> Path:
     path = base / f"{name}{'_connect' if remote else ''}.yaml"
     path.write_text(yaml.safe_dump({
         "task_id": name,
         "source": {"db_type": source_url.split(":")[0].replace("postgresql", "postgres"), "url": source_url,
                    "tables": ["bench.rows6"]},
         "target": {"db_type": "postgres", "url": target_url},
-        "snapshot": {"split_size": 100_000, "partitions_per_run": 16},
+        "snapshot": {"split_size": 100_000, "partitions_per_run": 16, "pipe": pipe},
         "runtime": {"data_dir": str(base / f"state_{name}")},
         "spark": {"conf": {"spark.remote": remote}} if remote else {"master": "local[*]"},
     }))
@@ -225,6 +226,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="best of N for the in-process run and the limit")
     parser.add_argument("--no-connect", action="store_true",
                         help="skip the end-to-end run attached to a Spark Connect server (spark.remote)")
+    parser.add_argument("--no-pipe", action="store_true",
+                        help="snapshot.pipe: false, every split read through Spark JDBC (the path before the pipes)")
     args = parser.parse_args()
     base = Path(args.dir)
     base.mkdir(parents=True, exist_ok=True)
@@ -241,11 +244,11 @@ def main() -> int:
         ("pg_to_pg", postgres.url("benchsrc"), lambda: limit_pg_to_pg(postgres, base)),
     ]
     print(f"rows of (int key, int, varchar(64), decimal(12,2), datetime(6), double); {os.cpu_count()} cores; "
-          "Spark local[*]; ratios are limit / ours")
+          f"Spark local[*]; snapshot.pipe {not args.no_pipe}; ratios are limit / ours")
     for rows in [int(r.replace("_", "")) for r in args.rows.split(",")]:
         seed(mariadb, postgres, rows)
         for name, source_url, limit in directions:
-            config = write_config(base, name, source_url, postgres.url("warehouse"))
+            config = write_config(base, name, source_url, postgres.url("warehouse"), pipe=not args.no_pipe)
             reset_target(postgres)
             fresh_state(base, name)
             cli_peak, core_peak = PeakRss(), PeakRss()
@@ -254,7 +257,8 @@ def main() -> int:
             if connect is not None:
                 reset_target(postgres)
                 fresh_state(base, name)
-                remote = write_config(base, name, source_url, postgres.url("warehouse"), connect.url)
+                remote = write_config(base, name, source_url, postgres.url("warehouse"), connect.url,
+                                      not args.no_pipe)
                 took = cli_run(remote, env, PeakRss())
             runs = []
             with core_peak.watching(os.getpid()):

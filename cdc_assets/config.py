@@ -147,6 +147,9 @@ class SnapshotConfig(_Model):
     write_batch_size: int = Field(50_000, ge=1)
     split_lock_timeout_secs: float = Field(600.0, ge=0)  # how long a run waits for a split another run holds
     read_limit: ReadLimit = ReadLimit()  # the aggregate of all Spark tasks of a group of splits
+    # A PostgreSQL target's splits piped from the source's own client into the staging COPY in Python tasks (README
+    # "How a split is snapshotted"); false: every read through Spark JDBC, for executors without psycopg2/mysqlclient.
+    pipe: bool = True
 
 
 class StartPosition(_Model):

@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # postgresql-15-postgis-3: PostGIS targets of MySQL spatial columns, and PostGIS tables as sources (tests).
+# gcc, pkg-config, libmariadb-dev: pip builds mysqlclient (the mysql-pipe extra) against MariaDB's C client.
 packages=(mariadb-server mariadb-client postgresql postgresql-15-postgis-3 default-jre-headless libmariadb-java
-          libpostgresql-jdbc-java)
+          libpostgresql-jdbc-java gcc pkg-config libmariadb-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

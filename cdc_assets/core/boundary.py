@@ -76,16 +76,20 @@ class TaskExport:
 
 @dataclass(frozen=True)
 class CopyOutExport:
-    """A group of splits of a PostgreSQL source for a PostgreSQL target, each split read by a `COPY (SELECT ...)
-    TO STDOUT` of its own that a Spark task pipes into the staging `COPY` (spark/copy_pipe.py): the rows never
-    enter a JVM. Each field is rendered as the JdbcExport's COPY line renders it, so the COPY text is the same
-    bytes either way. Only into a `CopyWrite`."""
+    """A group of splits for a PostgreSQL target, each split read by a statement of its own that a Spark task pipes
+    into the staging `COPY` (spark/copy_pipe.py): the rows never enter a JVM. A PostgreSQL source runs `COPY
+    (SELECT ...) TO STDOUT` (psycopg2); a MySQL one a `SELECT` of the COPY line, read by the C client (mysqlclient).
+    Each field is rendered as the JdbcExport's COPY line renders it, so the COPY text is the same bytes either way.
+    Only into a `CopyWrite`."""
 
-    connect_args: dict = field(repr=False)  # psycopg2.connect(**connect_args) to the source; holds the password
-    statements: tuple[str, ...]  # one COPY TO per split, in the group's order
+    # `client`'s connect(**connect_args) to the source; holds the password
+    connect_args: dict = field(repr=False)
+    statements: tuple[str, ...]  # one per split, in the group's order
     # The statements select the columns as they are, in COPY's binary format, which the staging COPY then reads
     # as binary too: only where every staging column has the source column's own built-in type.
     binary: bool = False
+    client: str = "postgres"  # "postgres": each statement is a COPY TO; "mysql": a SELECT of one COPY line per row
+    predicates: tuple[str, ...] = ()  # each split's range on the source, where the source explains failures by it
 
 
 @dataclass(frozen=True)

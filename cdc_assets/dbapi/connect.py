@@ -9,7 +9,8 @@ import pymysql
 import psycopg2
 
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.dbapi.mysql_login import PYMYSQL, MysqlLogin, refused
+from cdc_assets.dbapi.jdbc import MYSQL_SESSION_INIT
+from cdc_assets.dbapi.mysql_login import PYMYSQL, MysqlLogin, SslMode, refused
 from cdc_assets.errors import NETWORK_HINT, UnreachableError, scrub
 
 STRICT_UTC_SESSION = "SET time_zone = '+00:00', sql_mode = CONCAT_WS(',', NULLIF(@@sql_mode, ''), 'STRICT_ALL_TABLES')"
@@ -20,6 +21,19 @@ def postgres_args(url: DbUrl, database: str | None = None) -> dict:
     return dict(host=url.host, port=url.port, user=url.user or None, password=url.password or None,
                 dbname=(url.database if database is None else database) or "postgres", connect_timeout=10,
                 options="-c TimeZone=UTC -c DateStyle=ISO")
+
+
+def mysqlclient_args(url: DbUrl) -> dict | None:
+    """MySQLdb._mysql.connect keywords reading as the JDBC snapshot reads (dbapi/jdbc.MYSQL_SESSION_INIT), or None
+    where the URL asks for TLS or an RSA key file, which only the JDBC and PyMySQL logins were tested with. A
+    target's COPY or a read limit can hold the read: the server waits up to net_write_timeout for it, not 60 s.
+    A plain dict, so Spark can ship it to Python workers."""
+    login = MysqlLogin.from_url(url)
+    if login.requires_tls or login.server_public_key_path:
+        return None
+    return dict(host=url.host, port=url.port, user=url.user, password=url.password, charset="utf8mb4",
+                connect_timeout=10, init_command=f"{MYSQL_SESSION_INIT}, net_write_timeout = 3600",
+                **({"ssl_mode": "DISABLED"} if login.ssl_mode == SslMode.DISABLED else {}))
 
 
 def connect(url: DbUrl, database: str | None = None, *, autocommit: bool = True):

@@ -27,7 +27,8 @@ from cdc_assets.sources.postgres.source import PostgresSource
 
 @dataclass(frozen=True)
 class SourceEngine:
-    snapshot: Callable[..., SnapshotSource]  # (url, **source.engine_options): a MongoDB source takes its collections
+    # (url, pipe=snapshot.pipe, **source.engine_options): a MongoDB source takes its collections
+    snapshot: Callable[..., SnapshotSource]
     log: Callable[[DbUrl, str], Log]  # (url, task_id)
 
 

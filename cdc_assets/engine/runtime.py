@@ -79,7 +79,8 @@ class TaskRuntime:
         if self.parent is not None:
             return self.parent.source
         url = self.config.source.db_url
-        return source_engine(url.db_type).snapshot(url, **self.config.source.engine_options)
+        return source_engine(url.db_type).snapshot(url, pipe=self.config.snapshot.pipe,
+                                                   **self.config.source.engine_options)
 
     @cached_property
     def log(self) -> Log:
@@ -125,9 +126,9 @@ class TaskRuntime:
 
     @property
     def snapshot_reads_jdbc(self) -> bool:
-        """Whether the snapshot reads the source through Spark JDBC: not where one PostgreSQL target takes a
-        PostgreSQL source's splits piped `COPY` to `COPY`, where the JDBC warm-up (the driver's classes and a
-        query) would warm a read that never happens."""
+        """Whether the snapshot reads the source through Spark JDBC: not where one PostgreSQL target takes the
+        source's splits piped into its staging `COPY` (the source's `pipes_copy`), where the JDBC warm-up (the
+        driver's classes and a query) would warm a read that never happens."""
         pipes = getattr(self.source, "pipes_copy", None)
         return not (len(self.lanes) == 1 and callable(pipes) and pipes(self.lanes[0].sink.target_format()))
 

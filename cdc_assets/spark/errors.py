@@ -13,8 +13,9 @@ from cdc_assets.dbapi.mysql_login import SPARK_JDBC, refusal_hint, refused
 from cdc_assets.errors import NETWORK_HINT, LoginError, UnreachableError
 
 # The database's message as the drivers word it: psycopg2 in a Python worker; JDBC drivers in the JVM.
-# spark/copy_pipe.py: a PostgreSQL source's COPY TO failed (the staging COPY it fed was aborted).
-_COPY_OUT_ERROR = re.compile(r"CopyOutFailed: psycopg2\.(?:errors\.)?\w+: (?P<message>.+)$", re.M)
+# spark/copy_pipe.py: a source's read (PostgreSQL's COPY TO, MySQL's SELECT) failed and aborted the staging COPY.
+_COPY_OUT_ERROR = re.compile(r"CopyOutFailed: (?:psycopg2\.(?:errors\.)?\w+|(?P<mysql>MySQLdb)\.\w+): (?P<message>.+)$",
+                             re.M)
 _PYTHON_DB_ERROR = re.compile(r"^(?:psycopg2\.(?:errors\.)?\w+|pymysql\.err\.\w+): (?P<message>.+)$", re.M)
 _JAVA_DB_ERROR = re.compile(
     r"(?:java\.sql\.\w+|org\.postgresql\.util\.PSQLException|org\.mariadb\.jdbc\.[\w.]+|com\.mysql\.[\w.]+): "
@@ -35,7 +36,8 @@ def root_cause(exc: BaseException, where: str = "in Spark") -> tuple[str, str]:
     if (message := driver_message(exc)) is not None:
         pass
     elif m := _COPY_OUT_ERROR.search(text):
-        message, where = m.group("message"), "in a Spark Python worker reading the source (COPY TO)"
+        statement = "SELECT" if m.group("mysql") else "COPY TO"
+        message, where = m.group("message"), f"in a Spark Python worker reading the source ({statement})"
     elif m := _PYTHON_DB_ERROR.search(text):
         message, where = m.group("message"), "in a Spark Python worker writing the staging table (COPY)"
         if c := _PG_COPY_COLUMN.search(text):

@@ -6,8 +6,8 @@ targets) are one string column, the row as a COPY line: the JVM then decodes one
 per column, which was most of the CPU a 1M-row snapshot spent (bench/snapshot.py), and each partition's Arrow
 batches stream into `COPY ... FROM STDIN`. COLUMNS rows go through Spark's JDBC writer (rewriteBatchedStatements),
 or the sink's own client in each task. With `snapshot.read_limit`, each task paces its rows (spark/pacing.py).
-A PostgreSQL source into a PostgreSQL target (`CopyOutExport`) skips the JVM for rows: one task per split pipes
-the source's `COPY ... TO` into the staging COPY (spark/copy_pipe.py).
+A PostgreSQL or MySQL source into a PostgreSQL target (`CopyOutExport`) skips the JVM for rows: one task per split
+pipes the source's COPY text into the staging COPY (spark/copy_pipe.py).
 """
 from __future__ import annotations
 
@@ -143,10 +143,10 @@ def read_tasks(spark: SparkSession, how: TaskExport) -> DataFrame:
 
 def pipe_copy(spark: SparkSession, export: CopyOutExport, write: CopyWrite,
               limit: TaskShare | None = None) -> list[int]:
-    """Each split's COPY TO on the source piped into the staging COPY, one Spark task per split (a frame of split
+    """Each split's COPY text on the source piped into the staging COPY, one Spark task per split (a frame of split
     positions, one partition each: it runs under Spark Connect too), one target transaction per split; with a
     `limit`, each task paced per chunk. The rows written per split, in the group's order."""
-    source_args, statements = export.connect_args, export.statements
+    source_args, statements, client = export.connect_args, export.statements, export.client
     target_args, copy_sql = write.connect_args, write.copy_sql + (" (FORMAT binary)" if export.binary else "")
     chunk_rows = limit.batch_rows if limit is not None else None
 
@@ -158,7 +158,7 @@ def pipe_copy(spark: SparkSession, export: CopyOutExport, write: CopyWrite,
         for batch in batches:
             for n in batch.column(0).to_pylist():
                 rows = pipe_split(source_args, statements[n], target_args, copy_sql,
-                                  limit.pacer() if limit is not None else None, chunk_rows)
+                                  limit.pacer() if limit is not None else None, chunk_rows, client)
                 yield pa.RecordBatch.from_pydict({"rows": [rows]}, schema=pa.schema([("rows", pa.int64())]))
 
     n = len(statements)

@@ -34,7 +34,9 @@ _COPY_CONTEXT = re.compile(r'COPY \S+, line \d+, column (\S+?): "(.{0,80})')
 class MongoSource:
     db_type = "mongo"
 
-    def __init__(self, url: DbUrl, collections: Mapping[str, dict | None] | None = None) -> None:
+    def __init__(self, url: DbUrl, collections: Mapping[str, dict | None] | None = None, pipe: bool = True) -> None:
+        """`pipe` (snapshot.pipe) changes nothing here: the splits are read by the MongoDB client in Spark tasks
+        whatever it says, there being no JDBC read to fall back to."""
         self.url = url
         self.specs = {spec.table: spec for spec in (parse_collection(name, raw)
                                                     for name, raw in (collections or {}).items())}

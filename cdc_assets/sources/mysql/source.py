@@ -2,14 +2,18 @@
 snapshot's select expressions and COPY lines, and what a failed export can be explained by."""
 from __future__ import annotations
 
+import importlib.util
+
 import pymysql
 
-from cdc_assets.core.boundary import JdbcExport, KeyStats, RowExport, RowFormat
+from cdc_assets.core.boundary import CopyOutExport, JdbcExport, KeyStats, RowExport, RowFormat, TargetFormat, Transport
 from cdc_assets.core.jdbc import JdbcEndpoint
+from cdc_assets.core.keys import range_predicate
 from cdc_assets.core.positions import MysqlPosition
+from cdc_assets.core.splits import Split, SplitPlan
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.dbapi.connect import connect
+from cdc_assets.dbapi.connect import connect, mysqlclient_args
 from cdc_assets.dbapi.jdbc import mysql_jdbc
 from cdc_assets.dbapi.mysql_flavour import detect
 from cdc_assets.errors import CdcError, NulInText, SourceSetupError, TableError
@@ -34,10 +38,12 @@ GROUP BY INDEX_NAME HAVING COUNT(*) = 1 AND MAX(COLUMN_NAME) = %s"""
 class MysqlSource(SqlSource):
     db_type = "mysql"
 
-    def __init__(self, url: DbUrl) -> None:
+    def __init__(self, url: DbUrl, pipe: bool = True) -> None:
+        """`pipe`: a PostgreSQL target's splits may be piped (`export`)."""
         self.url = url
         self.conn = connect(url, database="")
         self.flavour = detect(self.conn)
+        self.pipe = pipe
 
     def check_capture(self) -> list[str]:
         """Refuse a server whose binlog cannot be captured (see sources/mysql/capture.py); return what the plan
@@ -94,12 +100,37 @@ class MysqlSource(SqlSource):
             cur.execute(_UNIQUE_SQL, (table.namespace, table.name, column))
             return cur.fetchone() is not None
 
+    def export(self, plan: SplitPlan, schema: TableSchema, splits: list[Split], target: TargetFormat) -> RowExport:
+        """A PostgreSQL target (`pipes_copy`): one `SELECT` of the JDBC export's COPY line per split, which a Spark
+        task reads with the C client and pipes into the staging COPY (spark/copy_pipe.py). Otherwise the JDBC
+        export."""
+        if not self.pipes_copy(target):
+            return super().export(plan, schema, splits, target)
+        key, table = self.quote(plan.split_column), self.table_sql(schema.table)
+        declared = lambda c: target.declared(c, c.name in schema.primary_key)  # noqa: E731
+        predicates = tuple(range_predicate(key, s.range, plan.key_kind, self.db_type) for s in splits)
+        statements = tuple(f"SELECT {self.copy_line(list(schema.columns), str(s.index), declared)} FROM {table} "
+                           f"WHERE {p}" for s, p in zip(splits, predicates))
+        transports = tuple(Transport(c, as_text=False) for c in schema.columns)  # staged in the target's types
+        how = CopyOutExport(mysqlclient_args(self.url), statements, client="mysql", predicates=predicates)
+        return RowExport(target.rows, how, transports)
+
+    def pipes_copy(self, target: TargetFormat) -> bool:
+        """Whether `export` pipes each split into a PostgreSQL target's staging COPY (no Spark JDBC read): on
+        MariaDB, with the C client installed (mysqlclient), on a login it was tested with (mysqlclient_args).
+        MySQL 8 stays on JDBC: no MySQL 8 server runs here to try the C client's logins against."""
+        return (self.pipe and target.rows == RowFormat.COPY_TEXT and target.db_type == "postgres"
+                and self.flavour.mariadb and mysqlclient_args(self.url) is not None
+                and importlib.util.find_spec("MySQLdb") is not None)
+
     def explain_failure(self, schema: TableSchema, export: RowExport, error: Exception) -> CdcError | None:
         """PostgreSQL's COPY refuses a text holding NUL with an encoding error naming neither row nor column: the
         source finds them."""
-        if export.format != RowFormat.COPY_TEXT or not isinstance(export.how, JdbcExport) or "0x00" not in str(error):
+        how = export.how
+        if export.format != RowFormat.COPY_TEXT or "0x00" not in str(error) or not isinstance(how, (JdbcExport,
+                                                                                                  CopyOutExport)):
             return None
-        found = self.text_with_nul(schema, list(export.how.predicates))
+        found = self.text_with_nul(schema, list(how.predicates))
         return NulInText(schema.table, *found) if found else None
 
     def text_with_nul(self, schema: TableSchema, predicates: list[str]) -> tuple[tuple, str] | None:

@@ -64,11 +64,13 @@ WHERE i.indrelid = %s::regclass AND i.indisunique AND i.indnkeyatts = 1 AND a.at
 class PostgresSource(SqlSource):
     db_type = "postgres"
 
-    def __init__(self, url: DbUrl) -> None:
+    def __init__(self, url: DbUrl, pipe: bool = True) -> None:
+        """`pipe`: a PostgreSQL target's splits may be piped `COPY` to `COPY` (`export`)."""
         if not url.database:
             raise SourceSetupError(f"source url {url} names no database", "add it: postgresql://user@host:5432/<database>")
         self.url = url
         self.conn = connect(url)
+        self.pipe = pipe
 
     def check_capture(self) -> list[str]:
         with self.conn.cursor() as cur:
@@ -132,7 +134,7 @@ class PostgresSource(SqlSource):
 
     def pipes_copy(self, target: TargetFormat) -> bool:
         """Whether `export` pipes each split `COPY` to `COPY` for this target (no Spark JDBC read)."""
-        return target.rows == RowFormat.COPY_TEXT and target.db_type == "postgres"
+        return self.pipe and target.rows == RowFormat.COPY_TEXT and target.db_type == "postgres"
 
     def jdbc(self) -> JdbcEndpoint:
         return postgres_jdbc(self.url, write=False)
