@@ -2,10 +2,12 @@
 attached to a long-lived Spark Connect server (`spark.remote`).
 
     python bench/backfill.py [--rows 70000] [--dir /tmp/cdc-bench-backfill] [--ways local,connect]
+                             [--backfill-interval S]
 
 The case of issue 11: two small MySQL tables (60% and 40% of --rows, 10 splits in all), `partitions_per_run: 3`,
 into PostgreSQL. For each way: a fresh DAGSTER_HOME with the dagster.yaml README recommends, the splits registered
-(`cdc-assets plan`), `dagster-webserver` and `dagster-daemon run` started on free ports (as `dagster dev` does),
+(`cdc-assets plan`), `dagster-webserver` and `dagster-daemon run` started on free ports as `dagster dev` starts them
+(or, with --backfill-interval, `cdc-assets ui`, whose daemon looks at backfills every S s instead of every 30 s),
 then the backfill of every split of both tables posted as the UI does (GraphQL `launchPartitionBackfill`); it
 waits until the backfill and its runs end, checks the target holds every row, and prints wall time (from the
 mutation to the last run's end: every row in the target, every split materialized; Dagster marks the backfill
@@ -93,22 +95,24 @@ class Instance:
         self.processes: list[subprocess.Popen] = []
 
     def start(self) -> Instance:
-        workspace = self.home / "workspace.yaml"
-        workspace.write_text(yaml.safe_dump({"load_from": [{"python_module": {
-            "module_name": "cdc_assets.definitions", "location_name": "cdc_assets"}}]}))
-        daemon = ["dagster-daemon", "run"]
         if self.backfill_interval is not None:
-            # The backfill daemon loops every DEFAULT_DAEMON_INTERVAL_SECONDS (30), a constant Dagster offers no
-            # setting for: a backfill waits up to that long to launch its runs and again to be marked done.
-            daemon = [sys.executable, "-c", DAEMON_WITH_INTERVAL, str(self.backfill_interval), "run"]
-        for name, args in (("webserver", ["dagster-webserver", "-h", "127.0.0.1", "-p", str(self.port)]),
-                           ("daemon", daemon)):
-            with (self.home / f"{name}.log").open("ab") as log:
-                self.processes.append(subprocess.Popen([*args, "-w", str(workspace)], env=self.env, stdout=log,
-                                                       stderr=subprocess.STDOUT, start_new_session=True,
-                                                       cwd=self.home))
+            # `cdc-assets ui`: the webserver and a daemon whose backfill loop runs every `backfill_interval` s
+            # (Dagster's own: 30 s, a constant it offers no setting for; defs/daemon.py).
+            commands = {"ui": [sys.executable, "-m", "cdc_assets.cli", "--config", self.env["CDC_ASSETS_CONFIG"],
+                               "ui", "--port", str(self.port), "--backfill-interval", str(self.backfill_interval)]}
+        else:  # Dagster as it ships, started as `dagster dev` starts it
+            workspace = self.home / "workspace.yaml"
+            workspace.write_text(yaml.safe_dump({"load_from": [{"python_module": {
+                "module_name": "cdc_assets.definitions", "location_name": "cdc_assets"}}]}))
+            commands = {"webserver": ["dagster-webserver", "-h", "127.0.0.1", "-p", str(self.port),
+                                      "-w", str(workspace)],
+                        "daemon": ["dagster-daemon", "run", "-w", str(workspace)]}
+        for name, args in commands.items():
+            with (self.home / f"{name}.out").open("ab") as log:
+                self.processes.append(subprocess.Popen(args, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                                       start_new_session=True, cwd=self.home))
         if not wait_for(self._location_loaded, 180):
-            raise RuntimeError(f"the webserver did not load the code location; see {self.home}/webserver.log")
+            raise RuntimeError(f"the webserver did not load the code location; see {self.home}")
         return self
 
     def graphql(self, query: str, variables: dict | None = None) -> dict:
@@ -155,14 +159,6 @@ class Instance:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-
-
-DAEMON_WITH_INTERVAL = """import sys
-import dagster._daemon.controller as controller
-controller.DEFAULT_DAEMON_INTERVAL_SECONDS = float(sys.argv.pop(1))
-from dagster._daemon.cli import main
-sys.argv[0] = "dagster-daemon"
-sys.exit(main())"""
 
 
 class PeakRss:
@@ -278,7 +274,8 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=Path("/tmp/cdc-bench-backfill"))
     parser.add_argument("--ways", default="local,connect")
     parser.add_argument("--backfill-interval", type=float, default=None,
-                        help="seconds between the backfill daemon's loops (Dagster: 30, not configurable; patched)")
+                        help="start the instance with `cdc-assets ui --backfill-interval S` (its default: 1 s) "
+                             "instead of dagster-webserver and dagster-daemon as Dagster ships them (30 s)")
     args = parser.parse_args()
     base = args.dir.resolve()
     mariadb, postgres = start_servers(base)

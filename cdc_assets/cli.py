@@ -74,6 +74,15 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--dir", default=".cdc-demo", help="folder for servers, config and state")
     demo.add_argument("--rows", type=int, default=200_000, help="rows in the largest demo table")
     demo.set_defaults(func=cmd_demo)
+    ui = sub.add_parser("ui", help="the Dagster UI of the task: webserver and daemon as `dagster dev` starts them, "
+                                   "the daemon looking at new backfills every second instead of every 30 s")
+    ui.add_argument("--host", default="127.0.0.1", help="the webserver's address (default 127.0.0.1)")
+    ui.add_argument("--port", type=int, default=3000, help="the webserver's port (default 3000)")
+    ui.add_argument("--backfill-interval", type=float, default=1.0,
+                    help="seconds between the backfill daemon's looks at backfills (default 1; Dagster's own: 30)")
+    ui.add_argument("--workspace", help="a workspace.yaml of your own (default: one code location, "
+                                        "cdc_assets.definitions)")
+    ui.set_defaults(func=cmd_ui)
     connect = sub.add_parser("spark-connect-server", help="run a long-lived Spark Connect server on loopback (local[*], "
                                                           "the JDBC jars) that tasks with spark.remote attach to")
     connect.add_argument("--port", type=int, default=15002, help="its port on 127.0.0.1 (default 15002)")
@@ -107,14 +116,19 @@ def _config(args) -> tuple[TaskConfig, str]:
 def _instance(config: TaskConfig):
     import dagster as dg
 
+    _dagster_home(config.data_dir)
+    return dg.DagsterInstance.get()
+
+
+def _dagster_home(data_dir: Path) -> Path:
     # Without DAGSTER_HOME Dagster uses a throwaway instance, and the partitions would vanish with it.
-    home = Path(os.environ.setdefault("DAGSTER_HOME", str(config.data_dir / "dagster_home")))
+    home = Path(os.environ.setdefault("DAGSTER_HOME", str(data_dir / "dagster_home")))
     home.mkdir(parents=True, exist_ok=True)
     if not (home / "dagster.yaml").exists():
         # The repository's instance settings (run queue limits, run retries) when we run from a checkout.
         shipped = Path(__file__).resolve().parents[1] / "dagster.yaml"
         (home / "dagster.yaml").write_text(shipped.read_text() if shipped.exists() else "")
-    return dg.DagsterInstance.get()
+    return home
 
 
 def cmd_plan(args) -> int:
@@ -302,6 +316,32 @@ def cmd_demo(args) -> int:
     from cdc_assets.dev.demo import run_demo
 
     return run_demo(Path(args.dir).resolve(), rows=args.rows)
+
+
+def cmd_ui(args) -> int:
+    import signal
+
+    from cdc_assets.dev.dagster_ui import DagsterUi, ui_env
+
+    config_path = None
+    if args.config:  # checked before anything starts, as the code location will read it
+        config, config_path = load_config(args.config), str(Path(args.config).resolve())
+        home = _dagster_home(config.data_dir)
+    else:
+        home = _dagster_home(Path(".cdc").resolve())
+    ui = DagsterUi(home, ui_env(home, config_path), args.host, args.port, args.backfill_interval,
+                   Path(args.workspace).resolve() if args.workspace else None)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop both process groups on the way out
+    try:
+        ui.start()
+        print(f"Dagster UI at {ui.url} (DAGSTER_HOME {home}; the backfill daemon looks every "
+              f"{args.backfill_interval:g} s; logs: {home}/webserver.log, {home}/daemon.log); Ctrl-C stops it",
+              flush=True)
+        return ui.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        ui.stop()
 
 
 def cmd_spark_connect_server(args) -> int:
