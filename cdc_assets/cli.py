@@ -323,6 +323,8 @@ def cmd_ui(args) -> int:
 
     from cdc_assets.dev.dagster_ui import DagsterUi, ui_env
 
+    _load_env_file(Path(".env"))
+    args.config = args.config or os.environ.get(CONFIG_ENV)
     config_path = None
     if args.config:  # checked before anything starts, as the code location will read it
         config, config_path = load_config(args.config), str(Path(args.config).resolve())
@@ -342,6 +344,17 @@ def cmd_ui(args) -> int:
         return 0
     finally:
         ui.stop()
+
+
+def _load_env_file(path: Path) -> None:
+    """KEY=VALUE lines of `.env` into the environment, where not set already: what Dagster's processes read from
+    their working directory (the demo keeps its password and CDC_ASSETS_CONFIG there), read before the config."""
+    if not path.is_file():
+        return
+    for line in path.read_text().splitlines():
+        key, sep, value = line.strip().partition("=")
+        if sep and key and not key.startswith("#"):
+            os.environ.setdefault(key.strip(), value.strip().strip("'\""))
 
 
 def cmd_spark_connect_server(args) -> int:

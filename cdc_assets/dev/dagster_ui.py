@@ -50,9 +50,9 @@ class DagsterUi:
         }
         for name, command in commands.items():
             with (self.home / f"{name}.log").open("ab") as log:
+                # In the caller's folder, as `dagster dev`: Dagster reads a `.env` there.
                 self._processes.append(subprocess.Popen([*command, "-w", str(workspace)], env=self.env,
-                                                        stdout=log, stderr=subprocess.STDOUT, cwd=self.home,
-                                                        start_new_session=True))
+                                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
         if not wait_for(lambda: self._answers() or self.exited() is not None, timeout) or not self._answers():
             self.stop()
             raise RuntimeError(f"the Dagster webserver did not answer at {self.url}: "

@@ -32,7 +32,8 @@ def run_demo(base_dir: Path, rows: int) -> int:
         code = _cli(config, "sync", "--until-caught-up")
     print(
         "\nOpen the same task in Dagster (the .env file there holds the settings and the demo password):\n"
-        f"  cd {base_dir} && DAGSTER_HOME={base_dir / 'dagster_home'} dagster dev -m cdc_assets.definitions\n"
+        f"  cd {base_dir} && DAGSTER_HOME={base_dir / 'dagster_home'} cdc-assets ui\n"
+        f"  (or `dagster dev -m cdc_assets.definitions` there: the same, with backfills looked at every 30 s)\n"
         f"Stop the servers: python -m cdc_assets.dev.servers stop {base_dir / 'servers'}"
     )
     return code
