@@ -99,12 +99,13 @@ class PeakRss:
         self.largest = self.total = 0
 
     @contextmanager
-    def watching(self, pid: int):
+    def watching(self, pid: int, leave_out: frozenset[int] = frozenset()):
+        """`leave_out`: processes whose trees are not the case's (the Connect server the bench started)."""
         stop = threading.Event()
 
         def sample() -> None:
             while not stop.wait(0.05):
-                sizes = [_rss(p) for p in _tree(pid)]
+                sizes = [_rss(p) for p in _tree(pid, leave_out)]
                 self.largest, self.total = max(self.largest, *sizes, 0), max(self.total, sum(sizes))
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
@@ -118,7 +119,7 @@ class PeakRss:
         return f"largest process {self.largest / 2**20:,.0f} MiB, all {self.total / 2**20:,.0f} MiB"
 
 
-def _tree(root: int) -> list[int]:
+def _tree(root: int, leave_out: frozenset[int] = frozenset()) -> list[int]:
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -131,7 +132,7 @@ def _tree(root: int) -> list[int]:
     out, todo = [], [root]
     while todo:
         pid = todo.pop()
-        if _name(pid) in SERVERS:  # the bench's own database servers are not the snapshot's memory
+        if _name(pid) in SERVERS or pid in leave_out:  # the bench's own servers are not the snapshot's memory
             continue
         out.append(pid)
         todo += children.get(pid, [])
@@ -261,7 +262,7 @@ def main() -> int:
                                       not args.no_pipe)
                 took = cli_run(remote, env, PeakRss())
             runs = []
-            with core_peak.watching(os.getpid()):
+            with core_peak.watching(os.getpid(), frozenset({connect.pid} if connect is not None else ())):
                 for _ in range(args.repeat):
                     reset_target(postgres)
                     fresh_state(base, name)

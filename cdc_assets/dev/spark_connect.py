@@ -38,6 +38,11 @@ class SparkConnectServer:
         return f"sc://{HOST}:{self.port}"
 
     @property
+    def pid(self) -> int | None:
+        """The server's process (its group's leader), while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    @property
     def log(self) -> Path:
         return self.base / "connect-server.log"
 

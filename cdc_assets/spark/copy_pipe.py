@@ -92,12 +92,22 @@ def _select_lines(source_args: dict, statement: str, out: "_Writer") -> None:
             source.query(statement)
             result = source.use_result()
             while rows := result.fetch_row(maxrows=batch):
-                out.put(b"\n".join([row[0] for row in rows]) + b"\n", len(rows))
+                try:
+                    out.put(b"\n".join([row[0] for row in rows]) + b"\n", len(rows))
+                except TypeError:  # a NULL line
+                    raise CopyOutFailed(f"MySQLdb.DataError: {LINE_TOO_LONG}") from None
         finally:
             source.close()
     except _mysql.MySQLError as exc:
         code, message = exc.args if len(exc.args) == 2 else ("", str(exc))
         raise CopyOutFailed(f"MySQLdb.{type(exc).__name__}: {message} ({code})") from None
+
+
+# MariaDB's CONCAT_WS gives NULL, with a warning only, for a result longer than max_allowed_packet (the JDBC path
+# meets the same NULL line: spark/staging.copy_payload).
+LINE_TOO_LONG = ("a row of this split, as one COPY line, is longer than the source's max_allowed_packet, and the "
+                 "source returned NULL for it: raise max_allowed_packet on the source (SET GLOBAL "
+                 "max_allowed_packet = 1073741824) and materialize the split again")
 
 
 class CopyOutFailed(Exception):

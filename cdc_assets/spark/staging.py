@@ -17,6 +17,7 @@ from cdc_assets.config import ReadLimit
 from cdc_assets.core.boundary import (CopyOutExport, CopyWrite, JdbcExport, JdbcWrite, RowExport, TaskExport,
                                      TaskWrite)
 from cdc_assets.core.read_limit import TaskShare, paced_rows
+from cdc_assets.spark.copy_pipe import LINE_TOO_LONG
 from cdc_assets.spark.pacing import arrow_batches, paced_frame, task_share
 
 TASK_BATCH_ROWS = 10_000  # a TaskExport's tuples per Arrow batch
@@ -220,8 +221,8 @@ def copy_payload(lines) -> bytes:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if lines.null_count:
-        raise ValueError("a COPY line is NULL")  # the source renders NULL values as \\N: a NULL line is a bug
+    if lines.null_count:  # NULL values are \\N: only a line too long for a MariaDB source comes back NULL
+        raise ValueError(LINE_TOO_LONG)
     empty, newline = (pa.scalar(v, lines.type) for v in ("", "\n"))
     ended = pc.binary_join_element_wise(lines, empty, newline)  # line + "\n" + ""
     wide = pa.types.is_large_string(ended.type) or pa.types.is_large_binary(ended.type)

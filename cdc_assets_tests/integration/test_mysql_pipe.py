@@ -147,3 +147,40 @@ def test_pipe_off_or_a_tls_login_reads_through_jdbc(servers, unique_name):
             assert isinstance(source.export(plan, schema, list(plan.splits), _target()).how, JdbcExport)
         finally:
             source.close()
+
+
+def test_a_row_longer_than_max_allowed_packet_stops_the_split_saying_so(servers, spark, pg_target, unique_name):
+    """MariaDB returns NULL, with only a warning, for a COPY line longer than max_allowed_packet: both paths stop
+    instead of staging a row short. The server's limit is lowered to 4 MiB for the readers' new connections."""
+    from cdc_assets.spark.copy_pipe import LINE_TOO_LONG
+
+    name, conn = pg_target
+    with _source(servers, unique_name) as src:
+        with src.cursor() as cur:
+            cur.execute("ALTER TABLE tricky MODIFY t LONGTEXT")
+            cur.execute("UPDATE tricky SET t = REPEAT('a', 3 << 20), j = JSON_ARRAY(REPEAT('b', 2 << 20)) "
+                        "WHERE id = 3")
+            cur.execute("SELECT LENGTH(t) + LENGTH(j), @@GLOBAL.max_allowed_packet FROM tricky WHERE id = 3")
+            size, limit = cur.fetchone()
+            assert size > 4 << 20
+        splits, export, jdbc = _exports(servers, unique_name)
+        with conn.cursor() as cur:
+            cur.execute("CREATE TABLE staged (_cdc_split int, id int, t text, l text, b bytea, dt timestamp(6), "
+                        "ts timestamp(3), d date, tm interval, y smallint, n numeric(30,10), f float8, g float8, "
+                        "bits bit(10), e text, s text, j jsonb, u numeric(20), tiny smallint)")
+        write = CopyWrite(postgres_args(DbUrl.parse(servers.postgres.url(name))), "COPY staged FROM STDIN")
+        with src.cursor() as cur:
+            cur.execute("SET GLOBAL max_allowed_packet = %s", (4 << 20,))
+        try:
+            with pytest.raises(Exception) as piped:
+                stage(spark, export, write, 100)
+            assert LINE_TOO_LONG in str(piped.value)
+            with pytest.raises(Exception) as read:
+                stage(spark, jdbc, write, 100)
+            assert LINE_TOO_LONG in str(read.value)
+        finally:
+            with src.cursor() as cur:
+                cur.execute("SET GLOBAL max_allowed_packet = %s", (limit,))
+    with conn.cursor() as cur:
+        cur.execute("SELECT count(*) FROM staged WHERE id = 3")
+        assert cur.fetchone()[0] == 0
