@@ -23,6 +23,24 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def run() -> None:
+    """The `cdc-assets` program: `main`, then the process ends without the interpreter's teardown. Freeing the
+    modules of Dagster, PySpark, pandas and gRPC one by one took 1.0-1.5 s after every command on 2 cores
+    (measured after a snapshot), and nothing of ours needs it: non-daemon threads are joined and the atexit
+    handlers run (log flushes, temp folders, the class archive's settling) as at a normal exit."""
+    import atexit
+    import threading
+
+    code = main()
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cdc-assets", description=__doc__)
     p.add_argument("--config", default=os.environ.get(CONFIG_ENV), help=f"task config YAML (default ${CONFIG_ENV})")
@@ -376,4 +394,4 @@ def cmd_spark_connect_server(args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
