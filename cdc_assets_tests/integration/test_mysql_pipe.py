@@ -59,6 +59,15 @@ def _exports(servers, name: str):
         source.close()
 
 
+def _staging(servers, name: str, conn) -> CopyWrite:
+    """`staged` in the target database `name`: the split index, then `tricky`'s columns in PostgreSQL types."""
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE staged (_cdc_split int, id int, t text, l text, b bytea, dt timestamp(6), "
+                    "ts timestamp(3), d date, tm interval, y smallint, n numeric(30,10), f float8, g float8, "
+                    "bits bit(10), e text, s text, j jsonb, u numeric(20), tiny smallint)")
+    return CopyWrite(postgres_args(DbUrl.parse(servers.postgres.url(name))), "COPY staged FROM STDIN")
+
+
 def _lines(export: CopyOutExport) -> list[bytes]:
     from MySQLdb import _mysql
 
@@ -89,11 +98,7 @@ def test_the_pipe_stages_every_split_with_the_source_values(servers, spark, pg_t
     name, conn = pg_target
     with _source(servers, unique_name) as src:
         splits, export, _ = _exports(servers, unique_name)
-        with conn.cursor() as cur:
-            cur.execute("CREATE TABLE staged (_cdc_split int, id int, t text, l text, b bytea, dt timestamp(6), "
-                        "ts timestamp(3), d date, tm interval, y smallint, n numeric(30,10), f float8, g float8, "
-                        "bits bit(10), e text, s text, j jsonb, u numeric(20), tiny smallint)")
-        write = CopyWrite(postgres_args(DbUrl.parse(servers.postgres.url(name))), "COPY staged FROM STDIN")
+        write = _staging(servers, name, conn)
         assert sum(stage(spark, export, write, 100)) == len(ROWS)
         with src.cursor() as cur:
             cur.execute("SELECT id, t, l, HEX(b), CAST(n AS CHAR), CAST(u AS CHAR), tiny FROM tricky ORDER BY id")
@@ -164,11 +169,7 @@ def test_a_row_longer_than_max_allowed_packet_stops_the_split_saying_so(servers,
             size, limit = cur.fetchone()
             assert size > 4 << 20
         splits, export, jdbc = _exports(servers, unique_name)
-        with conn.cursor() as cur:
-            cur.execute("CREATE TABLE staged (_cdc_split int, id int, t text, l text, b bytea, dt timestamp(6), "
-                        "ts timestamp(3), d date, tm interval, y smallint, n numeric(30,10), f float8, g float8, "
-                        "bits bit(10), e text, s text, j jsonb, u numeric(20), tiny smallint)")
-        write = CopyWrite(postgres_args(DbUrl.parse(servers.postgres.url(name))), "COPY staged FROM STDIN")
+        write = _staging(servers, name, conn)
         with src.cursor() as cur:
             cur.execute("SET GLOBAL max_allowed_packet = %s", (4 << 20,))
         try:
