@@ -4,6 +4,7 @@ byte the JDBC export's lines for the same splits, on values COPY must escape and
 session-dependent ways, and the staged rows are the source's."""
 import traceback
 
+import psycopg2
 import pytest
 
 from cdc_assets.core.boundary import CopyOutExport, CopyWrite, JdbcExport, RowFormat, TargetFormat
@@ -122,6 +123,9 @@ def test_a_failed_select_raises_the_database_message(servers, pg_target, unique_
         with conn.cursor() as cur:
             cur.execute("CREATE TABLE narrow (id int)")
         table = f"`{unique_name}`.tricky"
+        with pytest.raises(psycopg2.Error, match="extra data after last expected column"):  # the target's side
+            pipe_split(source_args, f"SELECT CONCAT_WS('\\t', id, id) FROM {table}", target_args,
+                       "COPY narrow FROM STDIN", client="mysql")
         with pytest.raises(CopyOutFailed, match=r"Unknown column 'missing' in '[^']+' \(1054\)") as failed:
             pipe_split(source_args, f"SELECT missing FROM {table}", target_args, "COPY narrow FROM STDIN",
                        client="mysql")
