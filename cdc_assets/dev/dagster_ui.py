@@ -16,6 +16,7 @@ from pathlib import Path
 
 from cdc_assets.config import CONFIG_ENV
 from cdc_assets.dev.processes import START_TIMEOUT, stop_groups, tail, wait_for
+from cdc_assets.errors import CdcError
 
 WORKSPACE = """load_from:
   - python_module:
@@ -55,8 +56,9 @@ class DagsterUi:
                                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
         if not wait_for(lambda: self._answers() or self.exited() is not None, timeout) or not self._answers():
             self.stop()
-            raise RuntimeError(f"the Dagster webserver did not answer at {self.url}: "
-                               f"{tail(self.home / 'webserver.log', 1500)}")
+            raise CdcError(f"the Dagster webserver did not answer at {self.url}; the end of its log:\n"
+                           f"{tail(self.home / 'webserver.log', 1500)}",
+                           "another process may hold the port: choose one with --port")
         return self
 
     def _answers(self) -> bool:
