@@ -28,13 +28,13 @@ import yaml
 
 from cdc_assets.config import SparkConfig, load_config
 from cdc_assets.core.boundary import CopyOutExport
-from cdc_assets.sources.base import SqlSource
 from cdc_assets.core.tables import TableId
 from cdc_assets.dev.servers import start_servers
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import describe, ensure_plans
 from cdc_assets.engine.runtime import PhaseHooks, TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
+from cdc_assets.sources.base import SqlSource
 from cdc_assets.sources.postgres.slot import drop_slot, publication_name, slot_name
 from cdc_assets.spark.session import build_session
 from cdc_assets.spark.staging import read_export

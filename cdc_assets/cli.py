@@ -365,14 +365,13 @@ def cmd_ui(args) -> int:
 
 
 def _load_env_file(path: Path) -> None:
-    """KEY=VALUE lines of `.env` into the environment, where not set already: what Dagster's processes read from
-    their working directory (the demo keeps its password and CDC_ASSETS_CONFIG there), read before the config."""
-    if not path.is_file():
-        return
-    for line in path.read_text().splitlines():
-        key, sep, value = line.strip().partition("=")
-        if sep and key and not key.startswith("#"):
-            os.environ.setdefault(key.strip(), value.strip().strip("'\""))
+    """`.env` into the environment, where not set already, read by python-dotenv as Dagster's processes read it
+    from their working directory (the demo keeps its password and CDC_ASSETS_CONFIG there); before the config."""
+    from dotenv import dotenv_values
+
+    for key, value in (dotenv_values(path) if path.is_file() else {}).items():
+        if value is not None:
+            os.environ.setdefault(key, value)
 
 
 def cmd_spark_connect_server(args) -> int:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-DAGSTER_LOOP_SECONDS = 30
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cdc_assets.defs.daemon", description=__doc__,
@@ -23,13 +21,14 @@ def main(argv: list[str] | None = None) -> int:
     import dagster._daemon.controller as controller
     from dagster._daemon.cli import main as dagster_daemon
 
-    if not isinstance(getattr(controller, "DEFAULT_DAEMON_INTERVAL_SECONDS", None), (int, float)):
+    dagsters = getattr(controller, "DEFAULT_DAEMON_INTERVAL_SECONDS", None)
+    if not isinstance(dagsters, (int, float)):
         print("this Dagster has no DEFAULT_DAEMON_INTERVAL_SECONDS: its backfill daemon loops at its own interval",
               file=sys.stderr, flush=True)
     else:
         controller.DEFAULT_DAEMON_INTERVAL_SECONDS = args.backfill_interval
         print(f"backfill daemon: looks at backfills every {args.backfill_interval:g} s (Dagster's own: "
-              f"{DAGSTER_LOOP_SECONDS} s)", file=sys.stderr, flush=True)
+              f"{dagsters:g} s)", file=sys.stderr, flush=True)
     sys.argv = ["dagster-daemon", *rest]
     return dagster_daemon()
 

@@ -33,7 +33,7 @@ class DagsterUi:
     port: int = 3000
     backfill_interval: float = 1.0
     workspace: Path | None = None  # None: one code location, cdc_assets.definitions
-    _processes: list[subprocess.Popen] = field(default_factory=list, repr=False)
+    _processes: dict[str, subprocess.Popen] = field(default_factory=dict, repr=False)  # webserver, daemon
 
     @property
     def url(self) -> str:
@@ -52,8 +52,8 @@ class DagsterUi:
         for name, command in commands.items():
             with (self.home / f"{name}.log").open("ab") as log:
                 # In the caller's folder, as `dagster dev`: Dagster reads a `.env` there.
-                self._processes.append(subprocess.Popen([*command, "-w", str(workspace)], env=self.env,
-                                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+                self._processes[name] = subprocess.Popen([*command, "-w", str(workspace)], env=self.env, stdout=log,
+                                                         stderr=subprocess.STDOUT, start_new_session=True)
         if not wait_for(lambda: self._answers() or self.exited() is not None, timeout) or not self._answers():
             self.stop()
             raise CdcError(f"the Dagster webserver did not answer at {self.url}; the end of its log:\n"
@@ -70,19 +70,16 @@ class DagsterUi:
 
     def exited(self) -> str | None:
         """The name of a process that has exited, if any."""
-        for name, process in zip(("webserver", "daemon"), self._processes):
-            if process.poll() is not None:
-                return name
-        return None
+        return next((name for name, process in self._processes.items() if process.poll() is not None), None)
 
     def wait(self) -> int:
         """Until one process exits; its exit code."""
         while (name := self.exited()) is None:
             time.sleep(0.5)
-        return self._processes[("webserver", "daemon").index(name)].returncode
+        return self._processes[name].returncode
 
     def stop(self) -> None:
-        stop_groups(self._processes, grace=20)
+        stop_groups(list(self._processes.values()), grace=20)
         self._processes.clear()
 
 

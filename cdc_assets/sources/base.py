@@ -117,6 +117,11 @@ class SqlSource:
         return int(self._scalar(f"SELECT COUNT(*) FROM {self.table_sql(table)}"))
 
     # -- the snapshot's read
+    def split_predicates(self, plan: SplitPlan, splits: list[Split]) -> tuple[str, ...]:
+        """Each split's key range as SQL the source evaluates, in the group's order."""
+        key = self.quote(plan.split_column)
+        return tuple(range_predicate(key, s.range, plan.key_kind, self.db_type) for s in splits)
+
     def export(self, plan: SplitPlan, schema: TableSchema, splits: list[Split], target: TargetFormat) -> RowExport:
         """One query for the group, tagging each row with its split index, and one range predicate per split.
 
@@ -124,7 +129,7 @@ class SqlSource:
         renders each row as one COPY line, and Spark carries one string column (the JVM decodes one value per
         row instead of one per column, most of a snapshot's CPU); COLUMNS: typed columns, some kinds as text."""
         key = self.quote(plan.split_column)
-        predicates = tuple(range_predicate(key, s.range, plan.key_kind, self.db_type) for s in splits)
+        predicates = self.split_predicates(plan, splits)
         tag = "CASE " + " ".join(f"WHEN {p} THEN {s.index}" for s, p in zip(splits, predicates)) + " END"
         if target.rows == RowFormat.COPY_TEXT:
             declared = lambda c: target.declared(c, c.name in schema.primary_key)  # noqa: E731
@@ -150,7 +155,7 @@ class SqlSource:
         typed = [k for k, t in kinds.items() if t.rows == RowFormat.COLUMNS]
         alone = {k: self.export(plan, schema, splits, kinds[k]) for k in typed[1:]}
         key = self.quote(plan.split_column)
-        predicates = tuple(range_predicate(key, s.range, plan.key_kind, self.db_type) for s in splits)
+        predicates = self.split_predicates(plan, splits)
         tag = "CASE " + " ".join(f"WHEN {p} THEN {s.index}" for s, p in zip(splits, predicates)) + " END"
         selected, shapes = [], {}
         for i, k in enumerate(lines):

@@ -6,9 +6,9 @@ path's line, core/boundary.CopyOutExport), read by the C client (mysqlclient's `
 rows as bytes: a 300,000-row split of the bench table took 0.14 s of CPU, fetch and COPY together, where the JVM's
 JDBC read and Arrow conversion took 2.5-3 s per 1M rows). Either way the bytes pass through untouched: a thread
 reads the source into chunks of about CHUNK_BYTES, a bounded queue hands them to the target's COPY (the read waits
-when the write is behind). psycopg2 hands each source row to `write()` as one
-bytes object (binary: the trailer too); nothing else is built per row. The rows copied are the target's count.
-Imports psycopg2, MySQLdb and core/read_limit only: it runs in Python workers.
+when the write is behind). psycopg2 hands each source row to `write()` as one bytes object (binary: the trailer
+too); nothing else is built per row. The rows copied are the target's count. Imports psycopg2, MySQLdb and
+core/read_limit only: it runs in Python workers.
 """
 from __future__ import annotations
 

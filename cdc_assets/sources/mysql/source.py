@@ -8,7 +8,6 @@ import pymysql
 
 from cdc_assets.core.boundary import CopyOutExport, JdbcExport, KeyStats, RowExport, RowFormat, TargetFormat, Transport
 from cdc_assets.core.jdbc import JdbcEndpoint
-from cdc_assets.core.keys import range_predicate
 from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.splits import Split, SplitPlan
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
@@ -39,11 +38,14 @@ class MysqlSource(SqlSource):
     db_type = "mysql"
 
     def __init__(self, url: DbUrl, pipe: bool = True) -> None:
-        """`pipe`: a PostgreSQL target's splits may be piped (`export`)."""
+        """`pipe`: a PostgreSQL target's splits may be piped (`export`, `pipes_copy`)."""
         self.url = url
         self.conn = connect(url, database="")
         self.flavour = detect(self.conn)
-        self.pipe = pipe
+        # The C client's login for the pipe: on MariaDB, with mysqlclient installed, on a login it was tested with
+        # (mysqlclient_args). MySQL 8 stays on JDBC: no MySQL 8 server runs here to try the C client's logins on.
+        self._pipe_args = (mysqlclient_args(url) if pipe and self.flavour.mariadb
+                           and importlib.util.find_spec("MySQLdb") is not None else None)
 
     def check_capture(self) -> list[str]:
         """Refuse a server whose binlog cannot be captured (see sources/mysql/capture.py); return what the plan
@@ -106,22 +108,18 @@ class MysqlSource(SqlSource):
         export."""
         if not self.pipes_copy(target):
             return super().export(plan, schema, splits, target)
-        key, table = self.quote(plan.split_column), self.table_sql(schema.table)
+        table = self.table_sql(schema.table)
         declared = lambda c: target.declared(c, c.name in schema.primary_key)  # noqa: E731
-        predicates = tuple(range_predicate(key, s.range, plan.key_kind, self.db_type) for s in splits)
+        predicates = self.split_predicates(plan, splits)
         statements = tuple(f"SELECT {self.copy_line(list(schema.columns), str(s.index), declared)} FROM {table} "
                            f"WHERE {p}" for s, p in zip(splits, predicates))
         transports = tuple(Transport(c, as_text=False) for c in schema.columns)  # staged in the target's types
-        how = CopyOutExport(mysqlclient_args(self.url), statements, client="mysql", predicates=predicates)
+        how = CopyOutExport(self._pipe_args, statements, client="mysql", predicates=predicates)
         return RowExport(target.rows, how, transports)
 
     def pipes_copy(self, target: TargetFormat) -> bool:
-        """Whether `export` pipes each split into a PostgreSQL target's staging COPY (no Spark JDBC read): on
-        MariaDB, with the C client installed (mysqlclient), on a login it was tested with (mysqlclient_args).
-        MySQL 8 stays on JDBC: no MySQL 8 server runs here to try the C client's logins against."""
-        return (self.pipe and target.rows == RowFormat.COPY_TEXT and target.db_type == "postgres"
-                and self.flavour.mariadb and mysqlclient_args(self.url) is not None
-                and importlib.util.find_spec("MySQLdb") is not None)
+        """Whether `export` pipes each split into a PostgreSQL target's staging COPY (no Spark JDBC read)."""
+        return self._pipe_args is not None and target.rows == RowFormat.COPY_TEXT and target.db_type == "postgres"
 
     def explain_failure(self, schema: TableSchema, export: RowExport, error: Exception) -> CdcError | None:
         """PostgreSQL's COPY refuses a text holding NUL with an encoding error naming neither row nor column: the

@@ -6,7 +6,6 @@ import re
 
 from cdc_assets.core.boundary import CopyOutExport, KeyStats, RowExport, RowFormat, TargetFormat, Transport
 from cdc_assets.core.jdbc import JdbcEndpoint
-from cdc_assets.core.keys import range_predicate
 from cdc_assets.core.positions import PgPosition
 from cdc_assets.core.splits import Split, SplitPlan
 from cdc_assets.core.tables import Column, TableId, TableSchema
@@ -118,16 +117,15 @@ class PostgresSource(SqlSource):
         pipes it into the staging COPY (spark/copy_pipe.py). Any other target: the JDBC export."""
         if not self.pipes_copy(target):
             return super().export(plan, schema, splits, target)
-        key, table = self.quote(plan.split_column), self.table_sql(schema.table)
+        table = self.table_sql(schema.table)
         binary = binary_copy(schema, target)
         if binary:
             fields, options = ", ".join(self.quote(c.name) for c in schema.columns), " (FORMAT binary)"
         else:
             fields = ", ".join(types.copy_field(c, self.quote(c.name), escaped=False) for c in schema.columns)
             options = ""
-        statements = tuple(
-            f"COPY (SELECT {s.index}, {fields} FROM {table} "
-            f"WHERE {range_predicate(key, s.range, plan.key_kind, self.db_type)}) TO STDOUT{options}" for s in splits)
+        statements = tuple(f"COPY (SELECT {s.index}, {fields} FROM {table} WHERE {p}) TO STDOUT{options}"
+                           for s, p in zip(splits, self.split_predicates(plan, splits)))
         args = {**postgres_args(self.url), "options": _COPY_OUT_SESSION}
         transports = tuple(Transport(c, as_text=False) for c in schema.columns)  # staged in the target's types
         return RowExport(target.rows, CopyOutExport(args, statements, binary), transports)
