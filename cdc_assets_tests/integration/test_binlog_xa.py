@@ -1,13 +1,21 @@
 """XA transactions on the real MariaDB (10.5+ binlogs XA PREPARE as its own event group, and XA COMMIT/ROLLBACK
 as another, maybe much later): rows reach the target at XA COMMIT only, never for a rolled-back XA, and a prepared
 XA still pending when a run ends is applied by the run that reads its commit."""
+import threading
 import time
 
+import pymysql
 import pytest
 
+from cdc_assets.core.events import Transaction
+from cdc_assets.core.tables import TableId
+from cdc_assets.core.urls import DbUrl
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import PositionLost
+from cdc_assets.sources.mysql.binlog import BinlogReader
+from cdc_assets.sources.mysql.source import MysqlSource
+from cdc_assets.sources.mysql.stream import default_server_id
 from cdc_assets_tests.support import config_for, execute, fetch_rows, postgres_target, source_database
 
 SEED = ["CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO t VALUES (1, 'one'), (2, 'two')"]
@@ -142,3 +150,52 @@ def test_a_commit_whose_prepare_was_purged_stops_with_the_way_out(task):
 
     assert "XA transaction X'6c6f7374',X'',1" in str(caught.value) and "plan --replan" in caught.value.hint
     assert target_rows() == [(1, "one"), (2, "two"), (30, "plain")]
+
+
+def test_the_read_back_for_a_prepare_reaches_its_start_when_the_server_ends_the_stream_early(servers, unique_name):
+    """KILL QUERY on a dump thread ends its stream with a clean EOF, as at the log end: a read back that took that
+    for the end would miss the PREPARE and call a present binlog gone. Every dump thread is killed every 20 ms
+    while the read back crosses the 4,000 groups of another table
+    that come before the PREPARE."""
+    with source_database(servers, "mysql", unique_name, SEED + ["CREATE TABLE f (id INT PRIMARY KEY, v TEXT)"]) as src:
+        source = MysqlSource(DbUrl.parse(servers.mariadb.url(unique_name)))
+        table = TableId(unique_name, "t")
+        reader = BinlogReader(source.url, default_server_id(unique_name), {table: source.describe(table)})
+        xa, killer = servers.mariadb.connect(unique_name), servers.mariadb.connect(unique_name)
+        try:
+            execute(src, "FLUSH BINARY LOGS")
+            for i in range(4000):
+                execute(src, f"INSERT INTO f VALUES ({i}, REPEAT('x', 8000))")
+            prepare(xa, "'early-eof'", "INSERT INTO t VALUES (10, 'xa')")
+            start = source.current_position()
+            execute(xa, "XA COMMIT 'early-eof'")
+            stop = source.current_position()
+            kills, done = [], threading.Event()
+
+            def kill_dump_threads():
+                with killer.cursor() as cur:
+                    while not done.wait(0.02):
+                        cur.execute("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'")
+                        for (thread,) in cur.fetchall():
+                            try:
+                                cur.execute(f"KILL QUERY {thread}")
+                                kills.append(thread)
+                            except pymysql.err.MySQLError as exc:  # 1094: it ended meanwhile
+                                if exc.args[0] != 1094:
+                                    raise
+            thread = threading.Thread(target=kill_dump_threads)
+            thread.start()
+            try:
+                items = list(reader.read(start, stop_at=stop))
+            finally:
+                done.set()
+                thread.join()
+        finally:
+            reader.close()
+            source.close()
+            xa.close()
+            killer.close()
+
+    (txn,) = [item for item in items if isinstance(item, Transaction)]
+    assert [(c.op.name, c.after) for c in txn.changes] == [("INSERT", {"id": 10, "v": "xa"})]
+    assert len(kills) >= 2

@@ -6,10 +6,12 @@ from cdc_assets.core.events import RowChange
 from cdc_assets.core.positions import MysqlPosition, is_before
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.errors import REPLAN_HINT, PositionLost
+from cdc_assets.errors import REPLAN_HINT, PositionLost, UnreachableError
 from cdc_assets.sources.mysql.assembly import Assembler, XaId
 from cdc_assets.sources.mysql.stream import READER_EVENTS, binary_logs, fetch, open_stream
 from cdc_assets.sources.mysql.stream_start import FIRST_EVENT_OFFSET
+
+MAX_STALLS = 5  # reopenings in a row of a re-read ended early (see stream.fetch) that completed no group
 
 
 class PreparedBefore:
@@ -46,14 +48,28 @@ class PreparedBefore:
                 return self._pending[xid]
         raise PositionLost(f"the XA transaction X'{gtrid.hex()}',X'{bqual.hex()}',{format_id} committed at {commit} "
                            f"in the binlog of {self.url} was prepared before {self.start}, in a binlog that is no "
-                           "longer there: its changes cannot be read", REPLAN_HINT)
+                           f"longer there (read back from {self._scanned_from}, the oldest file listed): its changes "
+                           "cannot be read", REPLAN_HINT)
 
     def _pending_at_start(self, first: MysqlPosition) -> dict[XaId, list[RowChange]]:
+        """The XAs prepared from `first` on and still pending at `start`. The re-read must reach `start`, which
+        the log holds: a stream that ends short of it (its dump thread ended under it) is reopened at the last
+        group it completed, as the reader's own stream is."""
         asm = Assembler(first, self.schemas, str(self.url))
-        stream = open_stream(self.url, self.server_id, first, READER_EVENTS, self.schemas)
-        try:
-            while is_before(asm.boundary, self.start) and (event := fetch(stream, self.url, first)) is not None:
-                asm.feed(event)
-        finally:
-            stream.close()
+        stalls = 0
+        while is_before(asm.boundary, self.start):
+            asm.restart()
+            opened_at = asm.boundary
+            stream = open_stream(self.url, self.server_id, opened_at, READER_EVENTS, self.schemas)
+            try:
+                while is_before(asm.boundary, self.start) and (event := fetch(stream, self.url, opened_at)) is not None:
+                    asm.feed(event)
+            finally:
+                stream.close()
+            stalls = stalls + 1 if asm.boundary == opened_at else 0
+            if stalls == MAX_STALLS:
+                raise UnreachableError(
+                    f"re-reading the binlog of {self.url} from {first} for XA transactions pending at {self.start}, "
+                    f"the stream ended {MAX_STALLS} times in a row at {opened_at} without completing a transaction",
+                    "run again: the read resumes from the last checkpoint")
         return asm.prepared

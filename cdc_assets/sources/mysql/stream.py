@@ -78,7 +78,11 @@ def replication_settings(url: DbUrl) -> dict:
 
 
 def fetch(stream: BinLogStreamReader, url: DbUrl, start: MysqlPosition | StreamStart):
-    """The next event, None once a non-blocking stream caught up; the server's refusals as our errors."""
+    """The next event, None once a non-blocking stream caught up; the server's refusals as our errors.
+
+    None also comes, as the same EOF packet, when the server ended the dump thread (KILL QUERY): a read that must
+    reach a given position checks that it did, and reopens at its last boundary otherwise (prepared_xa.py). The
+    reader's own stream reopens anyway, and the timestamp search can only answer too early a position (a replay)."""
     try:
         return stream.fetchone()
     except pymysql.err.MySQLError as exc:
