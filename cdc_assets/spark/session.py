@@ -17,6 +17,7 @@ from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.errors import ConfigError
 from cdc_assets.spark.class_archive import archive_option, settle_at_exit
 from cdc_assets.spark.errors import jdbc_connect_failure
+from cdc_assets.spark.parallelism import parallelism
 from cdc_assets.spark.pyfiles import is_local, package_digest, ship_package
 
 REMOTE = "spark.remote"
@@ -219,6 +220,16 @@ def warm_up_source(session: SparkSession, source: object, jdbc: bool = True) -> 
     if jdbc and callable(endpoint):
         warm_up(session, endpoint())
         return
-    frame = session.createDataFrame([(1,)], "warm_up int")
-    frame.mapInArrow(lambda batches: batches, frame.schema).collect()
+    # The piped export's own plan (a range, one partition per task slot, through mapInArrow), whose tasks import
+    # what a pipe task imports: its first group then runs as fast as the next. Measured on 2 cores: 1.4 s against
+    # 2.0 s for a one-row createDataFrame's (another plan, one worker), and the first group 0.3 s instead of 0.5 s.
+    def import_pipe(batches):  # nested: pickled by value, so the workers need not import this module
+        try:
+            import psycopg2  # noqa: F401
+        except ImportError:  # an executor without it reads through JDBC (snapshot.pipe: false)
+            pass
+        yield from batches
+
+    width = parallelism(session)
+    session.range(0, width, 1, width).mapInArrow(import_pipe, "id long").collect()
 
