@@ -339,9 +339,13 @@ def cmd_demo(args) -> int:
 def cmd_ui(args) -> int:
     import signal
 
+    from dotenv import load_dotenv
+
     from cdc_assets.dev.dagster_ui import DagsterUi, ui_env
 
-    _load_env_file(Path(".env"))
+    # `.env` where not set already, as Dagster's processes read it from their working directory (the demo keeps
+    # its password and CDC_ASSETS_CONFIG there); before the config.
+    load_dotenv(".env", override=False)
     args.config = args.config or os.environ.get(CONFIG_ENV)
     config_path = None
     if args.config:  # checked before anything starts, as the code location will read it
@@ -362,16 +366,6 @@ def cmd_ui(args) -> int:
         return 0
     finally:
         ui.stop()
-
-
-def _load_env_file(path: Path) -> None:
-    """`.env` into the environment, where not set already, read by python-dotenv as Dagster's processes read it
-    from their working directory (the demo keeps its password and CDC_ASSETS_CONFIG there); before the config."""
-    from dotenv import dotenv_values
-
-    for key, value in (dotenv_values(path) if path.is_file() else {}).items():
-        if value is not None:
-            os.environ.setdefault(key, value)
 
 
 def cmd_spark_connect_server(args) -> int:
