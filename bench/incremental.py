@@ -58,6 +58,7 @@ from cdc_assets.engine.snapshot import snapshot_splits
 from cdc_assets.spark.session import build_session
 from cdc_assets.sources.postgres import pgoutput
 from cdc_assets.sources.postgres.slot import drop_slot, publication_name, slot_name
+from server_cpu import ServerCpu
 
 # The checkout whose package this process imported: the CLI runs must measure the same code.
 REPO = Path(cdc_assets.__file__).resolve().parents[1]
@@ -276,9 +277,10 @@ def catch_up(d: Direction, changes: int) -> dict:
     raw_rows, raw_secs = raw_mysql(d, start) if d.kind == "mysql" else raw_postgres(d, log_end(d))
     rt = TaskRuntime(load_config(config))
     try:
-        began = time.monotonic()
-        report = sync(rt, until_caught_up=True)
-        seconds = time.monotonic() - began
+        with ServerCpu(d.postgres.pid, d.mariadb.pid) as servers:
+            began, own = time.monotonic(), _own_cpu()
+            report = sync(rt, until_caught_up=True)
+            seconds, own = time.monotonic() - began, _own_cpu() - own
     finally:
         rt.close()
     ok = all([verify(f"{d.name} in-process catch-up", d, db) for db in ["warehouse", *extra_targets("warehouse", TARGETS)]])
@@ -295,7 +297,28 @@ def catch_up(d: Direction, changes: int) -> dict:
           f"{raw_secs:.1f} s = {r['raw']:,.0f} rows/s | ratio {r['rate'] / r['raw']:.2f} | CLI end-to-end "
           f"{cli_secs:.1f} s = {total / cli_secs:,.0f} events/s, exit {code}, peak RSS {cli_rss:,.0f} MiB")
     print(f"  peak RSS of this process (in-process catch-up included) so far: {r['self_rss']:,.0f} MiB")
+    cpu_report(total, seconds, own, servers.seconds)
     return r
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cpu_report(events: int, seconds: float, own: float, servers: dict[str, float]) -> None:
+    """Where the in-process catch-up's CPU went, and what that leaves: the sync's Python runs its reader and its
+    applier under one GIL, so `own` bounds it alone; the servers' seconds bound it on this machine's cores even
+    with a Python that cost nothing."""
+    used = {"sync process (one GIL)": own, **{k: v for k, v in sorted(servers.items(), key=lambda kv: -kv[1])
+                                              if v >= 0.05}}
+    total, cores = sum(used.values()), os.cpu_count() or 1
+    floor = sum(servers.values()) / cores
+    print(f"  CPU s of the in-process catch-up ({seconds:.1f} s on {cores} CPUs, {total / seconds / cores:.0%} busy): "
+          + ", ".join(f"{name} {value:.1f}" for name, value in used.items()))
+    print(f"  the servers' CPU alone takes >= {floor:.1f} s on {cores} CPUs: at most {events / floor:,.0f} events/s "
+          f"with a sync that cost nothing; at most {events / max(floor, (total) / cores, own):,.0f} events/s with this "
+          f"sync's CPU perfectly overlapped")
 
 
 def big_transaction(d: Direction, rows: int) -> dict:

@@ -65,6 +65,20 @@ def test_insert_values_null_text_and_binary():
     assert decode(payload) == Insert(7, ("1", None, "héllo 😀", b"\x00\xff", ""))
 
 
+
+@pytest.mark.parametrize("relation_id", [7, 16_512])  # 16,512 has a byte >= 0x80 outside the tuple
+def test_text_values_are_the_same_whether_or_not_the_tuple_is_ascii(relation_id):
+    long_ascii = "x" * 200  # its length has a byte >= 0x80
+    cases = [("plain", "1", "two"), ("héllo 😀", "ascii after", "é"), (long_ascii, "short", "tail"),
+             ("", "\t\n", "\x7f")]
+    for values in cases:
+        payload = (pgoutput.INSERT + struct.pack(">I", relation_id) + b"N"
+                   + tuple_data(*map(text, values), pgoutput.BINARY + struct.pack(">i", 3) + b"a\x80b"))
+        assert decode(payload) == Insert(relation_id, (*values, b"a\x80b"))
+        update = pgoutput.UPDATE + struct.pack(">I", relation_id) + b"N" + tuple_data(*map(text, values))
+        assert decode(update) == Update(relation_id, None, values)
+
+
 def test_update_without_old_tuple_keeps_the_unchanged_toast_marker():
     payload = pgoutput.UPDATE + struct.pack(">I", 7) + b"N" + tuple_data(text("1"), pgoutput.UNCHANGED_TOAST, text("x"))
     update = decode(payload)

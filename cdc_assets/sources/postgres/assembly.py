@@ -10,8 +10,9 @@ Facts this relies on (PostgreSQL 15 "Logical Decoding", "Logical Replication Mes
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from cdc_assets.core.events import Op, RowChange, SchemaChange, Transaction, TransactionPart
@@ -34,6 +35,18 @@ class _Relation:
     converters: tuple[Callable[[str], Any] | None, ...]  # None: the value is its text
     key: tuple[str, ...] | None  # the captured table's key columns; None: not captured
     converted: tuple[tuple[int, str, Callable[[str], Any]], ...] = ()  # (index, name, converter) of each converter
+    key_values: Callable[[dict], Any] | None = None  # row -> its key's values (one key column: the value alone)
+
+    def key_of(self, row: dict, op: Op) -> tuple:
+        try:
+            values = self.key_values(row)
+        except KeyError:
+            missing = [k for k in self.key if k not in row]
+            raise SourceSetupError(
+                f"the log carries no value for key column(s) {', '.join(missing)} of {self.table} in a {op.value}",
+                f"make the key the replica identity: ALTER TABLE {self.table} REPLICA IDENTITY USING INDEX <unique "
+                f"index on ({', '.join(self.key)})>, or REPLICA IDENTITY FULL") from None
+        return (values,) if len(self.key) == 1 else values
 
     def image(self, values: tuple, key_only: bool = False, old: tuple | None = None) -> dict:
         """Column name -> value. Unchanged TOASTed values are left out unless `old` (a full old row) has them."""
@@ -85,7 +98,7 @@ class Assembler:
         self.inside = False
         self.replayed = False
         self.begin: pgoutput.Begin | None = None
-        self.pending: list[tuple] = []  # (table, op, key, after, before)
+        self.pending: list[RowChange] = []  # of the transaction being read, positioned at its commit
         self.parted = False  # parts of the current transaction were handed out
         self.relations: dict[int, _Relation] = {}
         self.catalog = catalog
@@ -97,18 +110,17 @@ class Assembler:
             pgoutput.Truncate: self._truncate,
         }
 
-    def feed(self, message: pgoutput.Message) -> list[Transaction | TransactionPart | SchemaChange]:
-        handler = self._handlers.get(type(message))  # Origin and Type tell us nothing we use
-        items = handler(message) if handler else []
+    def feed(self, message: pgoutput.Message) -> Sequence[Transaction | TransactionPart | SchemaChange]:
+        handler = self._handlers.get(message.__class__)  # Origin and Type tell us nothing we use
+        items = handler(message) if handler else ()
         if self.inside and self.part_events and len(self.pending) >= self.part_events:
-            return items + self._parts()
+            return [*items, *self._parts()]
         return items
 
     def _parts(self) -> list[TransactionPart]:
         # Begin's final_lsn is where the commit record starts: the commit's end lies after it.
         n, floor = self.part_events, PgPosition(self.begin.final_lsn)
-        parts = [TransactionPart([RowChange(*change) for change in self.pending[i:i + n]], floor)
-                 for i in range(0, len(self.pending) - n + 1, n)]
+        parts = [TransactionPart(self.pending[i:i + n], floor) for i in range(0, len(self.pending) - n + 1, n)]
         self.pending, self.parted = self.pending[len(parts) * n:], True
         return parts
 
@@ -126,8 +138,9 @@ class Assembler:
         end = self.boundary = PgPosition(message.end_lsn)
         if not pending and not self.parted:  # after parts the end must come: it is what commits them
             return []
-        changes = [RowChange(*change, position=end) for change in pending]
-        return [Transaction(changes, end, message.commit_time.timestamp(), self.begin.xid)]
+        for change in pending:
+            change.position = end
+        return [Transaction(pending, end, message.commit_time.timestamp(), self.begin.xid)]
 
     def _relation(self, message: pgoutput.Relation) -> list:
         table = self._table_of(message)
@@ -138,7 +151,8 @@ class Assembler:
         names = tuple(c.name for c in message.columns)
         self.relations[message.relation_id] = _Relation(
             message, table, names, converters, schema and schema.primary_key,
-            tuple((i, names[i], c) for i, c in enumerate(converters) if c is not None))
+            tuple((i, names[i], c) for i, c in enumerate(converters) if c is not None),
+            itemgetter(*key) if key else None)
         self.unchecked.add(message.relation_id)
         return []
 
@@ -171,46 +185,37 @@ class Assembler:
         tables = [self.relations[r].table for r in message.relation_ids]
         return [SchemaChange(t, f"TRUNCATE {t}", self.boundary) for t in tables if t in self.schemas]
 
-    def _captured(self, relation_id: int) -> tuple[_Relation | None, list[SchemaChange]]:
+    def _captured(self, relation_id: int) -> tuple[_Relation | None, Sequence[SchemaChange]]:
         """The relation of a change to apply, if captured, and how its definition changed."""
         relation = self.relations[relation_id]  # pgoutput sends a Relation before the first change of each
         if self.replayed or relation.key is None:
-            return None, []
-        return relation, self._check(relation_id, relation) if relation_id in self.unchecked else []
+            return None, ()
+        return relation, self._check(relation_id, relation) if relation_id in self.unchecked else ()
 
-    def _insert(self, message: pgoutput.Insert) -> list:
+    def _insert(self, message: pgoutput.Insert) -> Sequence[SchemaChange]:
         relation, changed = self._captured(message.relation_id)
         if relation:
             after = relation.image(message.new)
-            self._add(relation, Op.INSERT, after, None)
+            self.pending.append(RowChange(relation.table, Op.INSERT, relation.key_of(after, Op.INSERT), after))
         return changed
 
-    def _update(self, message: pgoutput.Update) -> list:
+    def _update(self, message: pgoutput.Update) -> Sequence[SchemaChange]:
         relation, changed = self._captured(message.relation_id)
         if relation:
-            before = None if message.old is None else relation.image(message.old, message.old_is_key)
-            full_old = None if message.old_is_key else message.old
-            after = relation.image(message.new, old=full_old)
-            self._add(relation, Op.UPDATE, after, before)
+            if message.old is None:
+                after = relation.image(message.new)
+                key = relation.key_of(after, Op.UPDATE)
+                self.pending.append(RowChange(relation.table, Op.UPDATE, key, after))
+                return changed
+            before = relation.image(message.old, message.old_is_key)
+            after = relation.image(message.new, old=None if message.old_is_key else message.old)
+            key = relation.key_of({**before, **after}, Op.UPDATE)  # the new key wins; the old fills unsent columns
+            self.pending.append(RowChange(relation.table, Op.UPDATE, key, after, before))
         return changed
 
-    def _delete(self, message: pgoutput.Delete) -> list:
+    def _delete(self, message: pgoutput.Delete) -> Sequence[SchemaChange]:
         relation, changed = self._captured(message.relation_id)
         if relation:
             before = relation.image(message.old, message.old_is_key)
-            self._add(relation, Op.DELETE, None, before)
+            self.pending.append(RowChange(relation.table, Op.DELETE, relation.key_of(before, Op.DELETE), None, before))
         return changed
-
-    def _add(self, relation: _Relation, op: Op, after: dict | None, before: dict | None) -> None:
-        # The new key wins; the old one fills unsent columns.
-        values = after if before is None else before if after is None else {**before, **after}
-        table, key_columns = relation.table, relation.key
-        try:
-            key = tuple([values[k] for k in key_columns])
-        except KeyError:
-            missing = [k for k in key_columns if k not in values]
-            raise SourceSetupError(
-                f"the log carries no value for key column(s) {', '.join(missing)} of {table} in a {op.value}",
-                f"make the key the replica identity: ALTER TABLE {table} REPLICA IDENTITY USING INDEX <unique index "
-                f"on ({', '.join(key_columns)})>, or REPLICA IDENTITY FULL") from None
-        self.pending.append((table, op, key, after, before))

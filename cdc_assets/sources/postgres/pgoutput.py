@@ -60,6 +60,8 @@ PG_EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
 
 _INT16 = struct.Struct(">h").unpack_from
 _INT32 = struct.Struct(">i").unpack_from
+_UINT32 = struct.Struct(">I").unpack_from
+_INSERT_TAG, _UPDATE_TAG, _NEW = INSERT[0], UPDATE[0], NEW_TUPLE[0]
 _NULL, _UNCHANGED, _TEXT, _BINARY = NULL[0], UNCHANGED_TOAST[0], TEXT[0], BINARY[0]  # as `bytes[i]` reads them
 
 
@@ -124,13 +126,13 @@ class Type:
     name: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # a message per row: see RowChange
 class Insert:
     relation_id: int
     new: tuple[Value, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # a message per row: see RowChange
 class Update:
     relation_id: int
     old: tuple[Value, ...] | None  # the old row (REPLICA IDENTITY FULL) or its old key; None if not sent
@@ -138,7 +140,7 @@ class Update:
     old_is_key: bool = False  # `old` came as 'K': only key columns carry values
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # a message per row: see RowChange
 class Delete:
     relation_id: int
     old: tuple[Value, ...]
@@ -152,6 +154,38 @@ class Truncate:
 
 
 Message = Union[Begin, Commit, Origin, Relation, Type, Insert, Update, Delete, Truncate]
+
+
+def _tuple_data(data: bytes, pos: int) -> tuple[tuple[Value, ...], int]:
+    """The TupleData at `pos`, and where it ends. One loop over the bytes with locals: the hottest code of the log
+    phase (a call per column cost more). When the tuple's bytes are all ASCII (short values of plain text, most
+    rows), the message is decoded once and each text value is a slice of it, without a decode per value."""
+    (count,) = _INT16(data, pos)
+    pos += 2
+    values: list[Value] = []
+    append = values.append
+    text = data.decode("latin-1") if data[pos:].isascii() else None  # byte offsets are character offsets
+    for _ in range(count):
+        kind = data[pos]
+        pos += 1
+        if kind == _TEXT or kind == _BINARY:
+            (length,) = _INT32(data, pos)
+            start, pos = pos + 4, pos + 4 + length
+            if pos > len(data):
+                raise ValueError(f"a column value of {length} bytes runs past the end of the message")
+            if kind != _TEXT:
+                append(data[start:pos])
+            elif text is not None:
+                append(text[start:pos])
+            else:
+                append(data[start:pos].decode("utf-8"))
+        elif kind == _NULL:
+            append(None)
+        elif kind == _UNCHANGED:
+            append(UNCHANGED)
+        else:
+            raise ValueError(f"unknown tuple column kind {bytes([kind])!r} at byte {pos - 1}")
+    return tuple(values), pos
 
 
 class _Reader:
@@ -180,29 +214,8 @@ class _Reader:
         return PG_EPOCH + timedelta(microseconds=self.unpack(">q")[0])
 
     def tuple_data(self) -> tuple[Value, ...]:
-        # One loop over the bytes with locals: the hottest code of the log phase (a call per column cost more).
-        data, pos = self.data, self.pos
-        (count,) = _INT16(data, pos)
-        pos += 2
-        values: list[Value] = []
-        append = values.append
-        for _ in range(count):
-            kind = data[pos]
-            pos += 1
-            if kind == _TEXT or kind == _BINARY:
-                (length,) = _INT32(data, pos)
-                start, pos = pos + 4, pos + 4 + length
-                if pos > len(data):
-                    raise ValueError(f"a column value of {length} bytes runs past the end of the message")
-                append(data[start:pos].decode("utf-8") if kind == _TEXT else data[start:pos])
-            elif kind == _NULL:
-                append(None)
-            elif kind == _UNCHANGED:
-                append(UNCHANGED)
-            else:
-                raise ValueError(f"unknown tuple column kind {bytes([kind])!r} at byte {pos - 1}")
-        self.pos = pos
-        return tuple(values)
+        values, self.pos = _tuple_data(self.data, self.pos)
+        return values
 
     def old_and_new(self) -> tuple[tuple[Value, ...] | None, bool, tuple[Value, ...]]:
         marker = self.byte()
@@ -267,6 +280,15 @@ _DECODERS = {
 
 def decode(payload: bytes) -> Message:
     """Decode one message (the XLogData payload). Raises ValueError on a type v1 does not send unasked."""
+    tag = payload[0]
+    if tag == _INSERT_TAG:  # a row change: most messages, decoded here without a _Reader
+        data = bytes(payload)
+        if data[5] != _NEW:
+            raise ValueError(f"expected a new tuple ('N') in an insert, got {data[5:6]!r}")
+        return Insert(_UINT32(data, 1)[0], _tuple_data(data, 6)[0])
+    if tag == _UPDATE_TAG and payload[5] == _NEW:  # an update without an old tuple: the key did not change
+        data = bytes(payload)
+        return Update(_UINT32(data, 1)[0], None, _tuple_data(data, 6)[0])
     reader = _Reader(payload)
     tag = reader.byte()
     decoder = _DECODERS.get(tag)
