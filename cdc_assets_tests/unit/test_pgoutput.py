@@ -69,8 +69,9 @@ def test_insert_values_null_text_and_binary():
 @pytest.mark.parametrize("relation_id", [7, 16_512])  # 16,512 has a byte >= 0x80 outside the tuple
 def test_text_values_are_the_same_whether_or_not_the_tuple_is_ascii(relation_id):
     long_ascii = "x" * 200  # its length has a byte >= 0x80
+    larger = "y" * pgoutput.SLICED_MESSAGE_BYTES  # a message over the bound: decoded value by value
     cases = [("plain", "1", "two"), ("héllo 😀", "ascii after", "é"), (long_ascii, "short", "tail"),
-             ("", "\t\n", "\x7f")]
+             ("", "\t\n", "\x7f"), (larger, "ascii", "é")]
     for values in cases:
         payload = (pgoutput.INSERT + struct.pack(">I", relation_id) + b"N"
                    + tuple_data(*map(text, values), pgoutput.BINARY + struct.pack(">i", 3) + b"a\x80b"))

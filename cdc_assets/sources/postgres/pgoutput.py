@@ -53,6 +53,7 @@ TEXT = b"t"
 BINARY = b"b"
 
 KEY_COLUMN = 1  # Relation column flag: the column belongs to the replica identity
+SLICED_MESSAGE_BYTES = 64 << 10  # the largest message whose ASCII text values are sliced from one decode
 TRUNCATE_CASCADE = 1
 TRUNCATE_RESTART_IDENTITY = 2
 
@@ -164,7 +165,9 @@ def _tuple_data(data: bytes, pos: int) -> tuple[tuple[Value, ...], int]:
     pos += 2
     values: list[Value] = []
     append = values.append
-    text = data.decode("latin-1") if data[pos:].isascii() else None  # byte offsets are character offsets
+    # Byte offsets are character offsets in an ASCII text. Large messages take the other path: the copies made to
+    # check and decode a whole message would triple its memory, and one decode call per large value costs nothing.
+    text = data.decode("latin-1") if len(data) <= SLICED_MESSAGE_BYTES and data[pos:].isascii() else None
     for _ in range(count):
         kind = data[pos]
         pos += 1
