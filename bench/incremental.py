@@ -317,7 +317,7 @@ def cpu_report(events: int, seconds: float, own: float, servers: dict[str, float
     print(f"  CPU s of the in-process catch-up ({seconds:.1f} s on {cores} CPUs, {total / seconds / cores:.0%} busy): "
           + ", ".join(f"{name} {value:.1f}" for name, value in used.items()))
     print(f"  the servers' CPU alone takes >= {floor:.1f} s on {cores} CPUs: at most {events / floor:,.0f} events/s "
-          f"with a sync that cost nothing; at most {events / max(floor, (total) / cores, own):,.0f} events/s with this "
+          f"with a sync that cost nothing; at most {events / max(floor, total / cores, own):,.0f} events/s with this "
           f"sync's CPU perfectly overlapped")
 
 

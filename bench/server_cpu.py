@@ -49,22 +49,19 @@ def sample(out: Path, postgres_pid: int, mariadb_pid: int) -> None:
     process, written to `out` as {pid: [role, seconds]}."""
     stopping: list[bool] = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
-    first: dict[str, float] = {}  # what the processes of the first sample had used before it
-    seen: dict[str, list] = {}
-    sweep = 0
+    first: dict[str, float] | None = None  # what the processes of the first sample had used before it
+    seen: dict[str, list] = {}  # pid -> [role, seconds since the first sample]
     while not stopping:
-        live = [("mariadbd", cpu[1])] if mariadb_pid and (cpu := _cpu(str(mariadb_pid))) else []
+        live = {"mariadbd": cpu[1]} if mariadb_pid and (cpu := _cpu(str(mariadb_pid))) else {}
         for entry in os.scandir("/proc"):
             if entry.name.isdigit() and (cpu := _cpu(entry.name)) and cpu[0] == postgres_pid:
-                live.append((entry.name, cpu[1]))
-        for pid, seconds in live:
-            if sweep == 0:
-                first[pid] = seconds
+                live[entry.name] = cpu[1]
+        if first is None:
+            first = live
+            out.write_text("{}")  # the case may begin
+        for pid, seconds in live.items():
             role = seen[pid][0] if pid in seen else "mariadbd" if pid == "mariadbd" else _role(pid)
             seen[pid] = [role, seconds - first.get(pid, 0.0)]
-        if sweep == 0:
-            out.write_text("{}")  # the case may begin
-        sweep += 1
         time.sleep(INTERVAL)
     out.write_text(json.dumps(seen))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from operator import itemgetter
 from typing import Any
 
@@ -35,18 +36,23 @@ class _Relation:
     converters: tuple[Callable[[str], Any] | None, ...]  # None: the value is its text
     key: tuple[str, ...] | None  # the captured table's key columns; None: not captured
     converted: tuple[tuple[int, str, Callable[[str], Any]], ...] = ()  # (index, name, converter) of each converter
-    key_values: Callable[[dict], Any] | None = None  # row -> its key's values (one key column: the value alone)
+
+    @cached_property
+    def _key_values(self) -> Callable[[dict], tuple]:
+        if len(self.key) == 1:
+            (column,) = self.key
+            return lambda row: (row[column],)
+        return itemgetter(*self.key)
 
     def key_of(self, row: dict, op: Op) -> tuple:
         try:
-            values = self.key_values(row)
+            return self._key_values(row)
         except KeyError:
             missing = [k for k in self.key if k not in row]
             raise SourceSetupError(
                 f"the log carries no value for key column(s) {', '.join(missing)} of {self.table} in a {op.value}",
                 f"make the key the replica identity: ALTER TABLE {self.table} REPLICA IDENTITY USING INDEX <unique "
                 f"index on ({', '.join(self.key)})>, or REPLICA IDENTITY FULL") from None
-        return (values,) if len(self.key) == 1 else values
 
     def image(self, values: tuple, key_only: bool = False, old: tuple | None = None) -> dict:
         """Column name -> value. Unchanged TOASTed values are left out unless `old` (a full old row) has them."""
@@ -151,8 +157,7 @@ class Assembler:
         names = tuple(c.name for c in message.columns)
         self.relations[message.relation_id] = _Relation(
             message, table, names, converters, schema and schema.primary_key,
-            tuple((i, names[i], c) for i, c in enumerate(converters) if c is not None),
-            itemgetter(*key) if key else None)
+            tuple((i, names[i], c) for i, c in enumerate(converters) if c is not None))
         self.unchecked.add(message.relation_id)
         return []
 
@@ -202,14 +207,10 @@ class Assembler:
     def _update(self, message: pgoutput.Update) -> Sequence[SchemaChange]:
         relation, changed = self._captured(message.relation_id)
         if relation:
-            if message.old is None:
-                after = relation.image(message.new)
-                key = relation.key_of(after, Op.UPDATE)
-                self.pending.append(RowChange(relation.table, Op.UPDATE, key, after))
-                return changed
-            before = relation.image(message.old, message.old_is_key)
+            before = None if message.old is None else relation.image(message.old, message.old_is_key)
             after = relation.image(message.new, old=None if message.old_is_key else message.old)
-            key = relation.key_of({**before, **after}, Op.UPDATE)  # the new key wins; the old fills unsent columns
+            # The new key wins; the old one fills unsent columns.
+            key = relation.key_of(after if before is None else {**before, **after}, Op.UPDATE)
             self.pending.append(RowChange(relation.table, Op.UPDATE, key, after, before))
         return changed
 

@@ -284,14 +284,12 @@ _DECODERS = {
 def decode(payload: bytes) -> Message:
     """Decode one message (the XLogData payload). Raises ValueError on a type v1 does not send unasked."""
     tag = payload[0]
-    if tag == _INSERT_TAG:  # a row change: most messages, decoded here without a _Reader
+    # Most messages: an insert, or an update without an old tuple (its key did not change), decoded without a
+    # _Reader. Anything else, malformed ones too, takes the general path.
+    if (tag == _INSERT_TAG or tag == _UPDATE_TAG) and len(payload) > 5 and payload[5] == _NEW:
         data = bytes(payload)
-        if data[5] != _NEW:
-            raise ValueError(f"expected a new tuple ('N') in an insert, got {data[5:6]!r}")
-        return Insert(_UINT32(data, 1)[0], _tuple_data(data, 6)[0])
-    if tag == _UPDATE_TAG and payload[5] == _NEW:  # an update without an old tuple: the key did not change
-        data = bytes(payload)
-        return Update(_UINT32(data, 1)[0], None, _tuple_data(data, 6)[0])
+        relation_id, new = _UINT32(data, 1)[0], _tuple_data(data, 6)[0]
+        return Insert(relation_id, new) if tag == _INSERT_TAG else Update(relation_id, None, new)
     reader = _Reader(payload)
     tag = reader.byte()
     decoder = _DECODERS.get(tag)
