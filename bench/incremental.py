@@ -12,6 +12,9 @@ Per direction, on an empty table snapshotted first (so that the log is read from
 - raw read: the same backlog read by the log library alone, pymysqlreplication (rows decoded), or for PostgreSQL
   psycopg2 from a pgoutput slot with our decoder's tuple decode alone (`pgoutput.decode` of every message: the
   columns' texts, no casts, no events, no target); ratio = catch-up / raw;
+- apply alone: the same backlog applied in process by a third task whose reader read it all into memory before
+  handing out the first change: the applier and the target alone, the catch-up with a reader that cost nothing,
+  printed beside 0.6 of the raw figure;
 - steady state: a running `cdc-assets sync` while a writer commits --rate changes/s for --seconds s; the lag of
   a row is the target's clock at the commit of the transaction that wrote it (a deferred constraint trigger
   stamps each target transaction as it commits) minus the client clock just before the source statement, which
@@ -31,6 +34,7 @@ a target whose row count or SUM(a) differs from the source's is reported as MISM
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import resource
 import select
@@ -73,13 +77,14 @@ NAN = float("nan")
 
 
 class Direction:
-    """benchi.events in a source database, read by two tasks: `task` (in process, then the steady run) into
-    database warehouse, `task_cli` (the CLI catch-up) into warehouse_cli."""
+    """benchi.events in a source database, read by three tasks: `task` (in process, then the steady run) into
+    database warehouse, `task_cli` (the CLI catch-up) into warehouse_cli, `task_alone` (the apply alone) into
+    warehouse_alone."""
 
     def __init__(self, kind: str, mariadb, postgres, base: Path) -> None:
         self.kind, self.mariadb, self.postgres, self.base = kind, mariadb, postgres, base
         self.name = "mysql_to_pg" if kind == "mysql" else "pg_to_pg"
-        self.task, self.task_cli = f"incr_{kind}", f"incr_{kind}_cli"
+        self.task, self.task_cli, self.task_alone = f"incr_{kind}", f"incr_{kind}_cli", f"incr_{kind}_alone"
         self.server, self.db = (mariadb, "benchi") if kind == "mysql" else (postgres, "benchisrc")
         self.server.create_database(self.db)
 
@@ -118,19 +123,19 @@ def reset(d: Direction) -> None:
     src = d.connect()
     if d.kind == "postgres":  # an earlier run's slots would hold WAL and start from their old positions
         run(src, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = ANY(%s)",
-            ([slot_name(d.task), slot_name(d.task_cli), RAW_SLOT],))
-        for task in (d.task, d.task_cli):
+            ([slot_name(d.task), slot_name(d.task_cli), slot_name(d.task_alone), RAW_SLOT],))
+        for task in (d.task, d.task_cli, d.task_alone):
             run(src, f"DROP PUBLICATION IF EXISTS {publication_name(task)}")
         run(src, "CREATE SCHEMA IF NOT EXISTS benchi")
     run(src, "DROP TABLE IF EXISTS benchi.events")
     run(src, f"CREATE TABLE benchi.events ({SHAPE.format(ts='DATETIME(6)' if d.kind == 'mysql' else 'TIMESTAMP(6)')})")
     src.close()
-    for db in ("warehouse", "warehouse_cli", *extra_targets("warehouse", TARGETS)):
+    for db in ("warehouse", "warehouse_cli", "warehouse_alone", *extra_targets("warehouse", TARGETS)):
         d.postgres.create_database(db)
         tgt = d.postgres.connect(db)
         run(tgt, "DROP SCHEMA IF EXISTS benchi CASCADE")
         tgt.close()
-    for task in (d.task, d.task_cli):
+    for task in (d.task, d.task_cli, d.task_alone):
         subprocess.run(["rm", "-rf", str(d.base / f"state_{task}")], check=True)
 
 
@@ -264,9 +269,10 @@ def reap(proc: subprocess.Popen, timeout: float) -> tuple[int, float]:
 
 def catch_up(d: Direction, changes: int) -> dict:
     config, config_cli = d.config(d.task, "warehouse", TARGETS), d.config(d.task_cli, "warehouse_cli")
+    config_alone = d.config(d.task_alone, "warehouse_alone")
     spark, _ = build_session(load_config(config).spark)
-    snapshot_empty(config, spark)
-    snapshot_empty(config_cli, spark)
+    for each in (config, config_cli, config_alone):
+        snapshot_empty(each, spark)
     spark.stop()
     if d.kind == "postgres":  # after the publication (planning made it), before the backlog
         src = d.connect()
@@ -298,7 +304,67 @@ def catch_up(d: Direction, changes: int) -> dict:
           f"{cli_secs:.1f} s = {total / cli_secs:,.0f} events/s, exit {code}, peak RSS {cli_rss:,.0f} MiB")
     print(f"  peak RSS of this process (in-process catch-up included) so far: {r['self_rss']:,.0f} MiB")
     cpu_report(total, seconds, own, servers.seconds)
+    r["ok"] = apply_alone(d, config_alone, total, r["raw"]) and r["ok"]
     return r
+
+
+class _ReadBeforehand:
+    """A task's log reader whose items are all read into memory before the first is handed out: the sync then
+    runs as with a reader that cost nothing, and `began` is when its applying began. Acknowledgements are kept
+    for `release`: with its stream ended, the reader would advance the slot by SQL after every batch, which
+    decodes WAL again, where a streaming reader sends a feedback message."""
+
+    def __init__(self, reader, d: Direction) -> None:
+        self.reader, self.d = reader, d
+        self.began, self.own, self.servers, self.acknowledged = NAN, NAN, None, None
+
+    def read(self, *args, **kwargs):
+        items = list(self.reader.read(*args, **kwargs))
+        gc.freeze()  # out of the collector's sight: holding them must not slow the apply being measured
+        self.servers = ServerCpu(self.d.postgres.pid, self.d.mariadb.pid).__enter__()
+        self.began, self.own = time.monotonic(), _own_cpu()
+        yield from items
+
+    def acknowledge(self, position) -> None:
+        self.acknowledged = position
+
+    def release(self) -> None:
+        if self.acknowledged is not None:
+            self.reader.acknowledge(self.acknowledged)
+
+    def __getattr__(self, name):
+        return getattr(self.reader, name)
+
+
+def apply_alone(d: Direction, config: Path, total: int, raw: float) -> bool:
+    """The same backlog applied by the sync from memory (`_ReadBeforehand`): the target and the applier alone,
+    what the catch-up would take with a reader that cost nothing, beside what 0.6 of the raw reader asks."""
+    rt = TaskRuntime(load_config(config))
+    reader, readers = rt.log.reader, []
+
+    def read_beforehand(*args, **kwargs) -> _ReadBeforehand:
+        readers.append(_ReadBeforehand(reader(*args, **kwargs), d))
+        return readers[-1]
+
+    rt.log.reader = read_beforehand
+    try:
+        report = sync(rt, until_caught_up=True)
+        [alone] = readers  # one session: no restart
+        seconds, own = time.monotonic() - alone.began, _own_cpu() - alone.own
+    finally:
+        for each in readers:
+            if each.servers is not None:
+                each.servers.__exit__(None, None, None)
+            each.release()
+        rt.close()
+        gc.unfreeze()
+    ok = verify(f"{d.name} apply alone", d, "warehouse_alone") and report.events == total
+    used = {k: v for k, v in sorted(alone.servers.seconds.items(), key=lambda kv: -kv[1]) if v >= 0.05}
+    print(f"  apply alone (the backlog read into memory first, then applied by the sync: a reader that cost "
+          f"nothing): {seconds:.1f} s = {total / seconds:,.0f} events/s, ratio {total / seconds / raw:.2f} of the raw "
+          f"reader ({0.6 * raw:,.0f} events/s is 0.6 of it) | CPU s: sync {own:.1f}, "
+          + ", ".join(f"{name} {value:.1f}" for name, value in used.items()))
+    return ok
 
 
 def _own_cpu() -> float:

@@ -9,6 +9,7 @@ columns the log carried written over it).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from cdc_assets.core.events import Op, RowChange, Transaction
 from cdc_assets.core.positions import Position
@@ -69,6 +70,7 @@ class TableChanges:
     # (at-least-once from the minimum low watermark): a move at or before it whose two keys the target lacks
     # was superseded by what the snapshot read later (a later change or delete of the new key), not lost.
     replaying_until: Position | None = None
+    prepared: Any = None  # what the sink rendered of it ahead of applying it (Sink.prepare_changes)
 
     @property
     def size(self) -> int:

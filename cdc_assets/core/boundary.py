@@ -274,6 +274,10 @@ class Sink(Protocol):
     def split_locks(self, task_id: str) -> SplitLeases:
         """The split leases of this task, kept where both runs would write: in the target."""
 
+    def prepare_changes(self, schema: TableSchema, changes: TableChanges) -> None:
+        """Whatever of writing `changes` needs no target (rendering), kept on them for `apply_changes`: the engine
+        calls it while the target still applies the batch before."""
+
     def apply_changes(self, tx: Any, schema: TableSchema, changes: TableChanges) -> None: ...
 
     def parses_source_text(self) -> bool:

@@ -11,6 +11,11 @@ part, in log order, inside one target transaction that its final part commits to
 memory holds one part, never the transaction, and a crash in between rolls all of it back and the log is
 re-read from the checkpoint. Applying each part's compaction in order equals applying its changes in order.
 
+The target's work on a batch (or part) runs on a thread of its own while the lane prepares the next one (compaction,
+the sink's rendering): the Python of the one overlaps the target's time on the other. The next one's target work
+starts only after the one before it committed and its checkpoint was recorded (`_Lane._settle`), so commits stay
+one at a time and in log order.
+
 Several targets share one reader: each (a `_Lane`) applies the log from its own checkpoint in its own target
 transactions, skipping what it holds already, so a target that was down catches up without replaying what the
 others applied. The log is read from the earliest lane and released up to the earliest lane still applying;
@@ -25,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from cdc_assets.core.batches import Batch, compact, split_key_change
+from cdc_assets.core.batches import Batch, TableChanges, compact, split_key_change
 from cdc_assets.core.events import Idle, RowChange, SchemaChange, SchemaChangeKind, Transaction, TransactionPart
 from cdc_assets.core.positions import Position, earliest, is_before
 from cdc_assets.core.read_limit import ChangePacer
@@ -367,6 +372,7 @@ class _Lane:
         self.members_checked = time.monotonic()
         self.batch, self.opened, self.idle_at = Batch(), time.monotonic(), None
         self._parts: Parts | None = None
+        self._applying: _Applying | None = None  # the target's work on the batch (or part) before this one
         self.images = ImageWriter(rt)  # before-images while a savepoint exists
         self.pacer: ChangePacer | None = None  # pipeline.read_limit; one lane of a session paces (_Session._hand_pacer)
 
@@ -425,6 +431,8 @@ class _Lane:
         backlog keeps the read-ahead queue filled and its batches grow to checkpoint_after_events. The wait
         bounds the commits of a stream of tiny transactions to one per delay, and keeps a backlog batching while
         the reader is a moment behind."""
+        if self._applying is not None and self._applying.ended:
+            self._settle()  # its checkpoint recorded as soon as it committed, not when the next batch is ready
         if self.floor is not None and self._parts is None:
             at = item.end if isinstance(item, Transaction) else getattr(item, "position", None)
             if at is not None and not is_before(self.floor, at):
@@ -479,6 +487,21 @@ class _Lane:
         self.batch = Batch()
         if self.idle_at is not None:
             self._advance(self.idle_at)
+        self._settle()
+
+    def _settle(self) -> None:
+        """Wait for the target's work in flight (raising its error); once it committed, what follows its commit."""
+        applying, self._applying = self._applying, None
+        if applying is not None:
+            applying.wait()
+            applying.done()
+
+    def _hand_over(self, work: Callable[[], None], done: Callable[[], None]) -> None:
+        """The target's work on a batch or part goes to a thread of its own once the work before it settled, so
+        that this thread prepares the next one (compaction, the sink's rendering) meanwhile. One at a time, in
+        log order, on the target's one commit connection."""
+        self._settle()
+        self._applying = _Applying(work, done)
 
     def _members_changed(self) -> bool:
         """Every MEMBERSHIP_CHECK_SECS, and only in a checkpointed session: has a table finished its snapshot?"""
@@ -513,6 +536,7 @@ class _Lane:
     def _part(self, part: TransactionPart) -> None:
         parts = self._parts
         if parts is None:
+            self._settle()  # the batch before it commits on the same connection first
             if self._may_skip(part.floor):
                 log.warning("a transaction of more than %d changes committed while the snapshot ran or before a "
                             "table's own position (before %s): held whole until its commit, which filtering needs",
@@ -523,10 +547,15 @@ class _Lane:
         if parts.held is not None:
             parts.held.extend(part.changes)
             return
-        began = time.monotonic()
-        self._apply(parts.target.cursor, part.changes, parts.tally)
-        parts.tally.seconds += time.monotonic() - began
-        crash_point("incremental.part_applied")
+        net = self._prepare(part.changes)
+
+        def work() -> None:
+            began = time.monotonic()
+            self._apply(parts.target.cursor, part.changes, net, parts.tally)
+            parts.tally.seconds += time.monotonic() - began
+            crash_point("incremental.part_applied")
+
+        self._hand_over(work, lambda: None)
 
     def _finish_parts(self, tx: Transaction) -> None:
         parts = self._parts
@@ -537,14 +566,21 @@ class _Lane:
             self._flush(whole)
             return
         rest = self._filter(tx).changes
-        began, earlier = time.monotonic(), parts.tally.seconds
+        net = self._prepare(rest)
+        self._settle()  # the last part: its tally
+        earlier = parts.tally.seconds
         self._checkpoint(parts.tally.events + len(rest), tx.end,
-                         lambda cur: self._apply(cur, rest, parts.tally), parts.target)
+                         lambda cur: self._apply(cur, rest, net, parts.tally), parts.target,
+                         done=lambda seconds: self._applied(parts.tally, 1, tx.commit_time, earlier + seconds))
         self._parts = None
-        self._applied(parts.tally, 1, tx.commit_time, earlier + time.monotonic() - began)
 
     def _abandon_parts(self) -> None:
-        """The stream ended inside a transaction in parts: none of it counts."""
+        """The stream ended inside a transaction in parts: none of it counts. The work in flight is waited for
+        first; its error, if any, is not the one to report (the one ending the session is)."""
+        try:
+            self._settle()
+        except Exception as exc:
+            log.warning("the target's work in flight failed as the session ended: %s", one_line(exc))
         if self._parts is not None and self._parts.target is not None:
             self._parts.target.rollback()
         self._parts = None
@@ -553,19 +589,25 @@ class _Lane:
         if not batch:
             return
         changes = [c for tx in batch.transactions for c in tx.changes]
-        tally, began = Tally(), time.monotonic()
-        self._checkpoint(batch.events, batch.end, lambda cur: self._apply(cur, changes, tally))
-        self._applied(tally, len(batch.transactions), batch.commit_time, time.monotonic() - began)
+        tally, net = Tally(), self._prepare(changes)
+        self._checkpoint(batch.events, batch.end, lambda cur: self._apply(cur, changes, net, tally),
+                         done=lambda seconds: self._applied(tally, len(batch.transactions), batch.commit_time, seconds))
 
-    def _apply(self, cursor, changes: list[RowChange], tally: Tally) -> None:
+    def _prepare(self, changes: list[RowChange]) -> dict[TableId, TableChanges]:
+        """What needs no target: the changes compacted by key, and what the sink renders of them."""
         net = compact(changes, self.schemas)
-        self.images.capture(cursor, self.schemas, net)  # before anything of the batch is written
         for table, table_changes in net.items():
             table_changes.replaying_until = self.horizons.get(table)
-            self.rt.sink.apply_changes(cursor, self.schemas[table], table_changes)
-        tally.events += len(changes)
+            self.rt.sink.prepare_changes(self.schemas[table], table_changes)
         if self.pacer is not None:
             self.pacer.count(changes)
+        return net
+
+    def _apply(self, cursor, changes: list[RowChange], net: dict[TableId, TableChanges], tally: Tally) -> None:
+        self.images.capture(cursor, self.schemas, net)  # before anything of the batch is written
+        for table, table_changes in net.items():
+            self.rt.sink.apply_changes(cursor, self.schemas[table], table_changes)
+        tally.events += len(changes)
         tally.rows += sum(tc.size for tc in net.values())
         for table, table_changes in net.items():
             tally.per_table[str(table)] = tally.per_table.get(str(table), 0) + table_changes.events
@@ -598,38 +640,59 @@ class _Lane:
             self.report.slowest = found
 
     def _advance(self, position: Position) -> None:
+        self._settle()  # `position` must be ahead of what is in flight
         # Not while a transaction in parts is open: its own checkpoint comes with its commit, later.
         if self._parts is None and is_before(self.position, position):
             self._checkpoint(0, position)
 
     def _checkpoint(self, events: int, position: Position, apply: Callable | None = None,
-                    target: TargetTransaction | None = None, extra: list | None = None) -> None:
+                    target: TargetTransaction | None = None, extra: list | None = None,
+                    done: Callable[[float], None] | None = None) -> None:
         """Apply (maybe nothing) and checkpoint at `position`, in `target` or a new target transaction: with
-        `from_target` the checkpoint commits with the changes, else it is written right after their commit."""
+        `from_target` the checkpoint commits with the changes, else it is written right after their commit.
+        With `done`, the target's part is handed over (`_hand_over`) and this returns at once; once it committed,
+        the checkpoint is recorded and `done(seconds it took)` called, on this thread."""
+        self._settle()
         rt, resumer = self.rt, self.rt.resumer
         self.events += events
         self.ahead = {t: p for t, p in self.ahead.items() if is_before(position, p)}
         records = [*self._pending_schema, *(extra or []),
                    *resumer.checkpoint_records(Checkpoint(position, self.version, self.events, self.ahead))]
         target = target or TargetTransaction(rt.sink)
-        try:
-            if apply is not None:
-                apply(target.cursor)
-            crash_point("incremental.after_apply")
-            if resumer.writes_in_target:
-                resumer.write_in(target.cursor, records)
-        except BaseException:
-            target.rollback()
-            raise
-        target.commit()
-        crash_point("incremental.after_commit")
-        resumer.record_committed(records)
-        self._pending_schema = []
-        self.position = self.report.checkpoint = position
-        self.report.schema_version = self.version
-        self.acknowledge()
+        took = [0.0]
+
+        def work() -> None:
+            began = time.monotonic()
+            try:
+                if apply is not None:
+                    apply(target.cursor)
+                crash_point("incremental.after_apply")
+                if resumer.writes_in_target:
+                    resumer.write_in(target.cursor, records)
+            except BaseException:
+                target.rollback()
+                raise
+            target.commit()
+            took[0] = time.monotonic() - began
+            crash_point("incremental.after_commit")
+
+        def committed() -> None:
+            resumer.record_committed(records)
+            self._pending_schema = []
+            self.position = self.report.checkpoint = position
+            self.report.schema_version = self.version
+            self.acknowledge()
+            if done is not None:
+                done(took[0])
+
+        if done is None:
+            work()
+            committed()
+        else:
+            self._hand_over(work, committed)
 
     def _schema_change(self, change: SchemaChange) -> None:
+        self._settle()
         policy, table = self.pipeline.schema_change_policy, change.table
         where = f"{table} at {change.position}"
         if change.kind is SchemaChangeKind.HARMLESS:
@@ -653,6 +716,31 @@ class _Lane:
                  [c.name for c in added], self.version, change.statement)
         self._checkpoint(0, change.position, extra=self.rt.resumer.schema_records(self.version, self.schemas))
         raise _Restart()
+
+
+class _Applying:
+    """A lane's target work running on a thread of its own (`_Lane._hand_over`); `done` is what the lane does
+    after it, on the lane's thread."""
+
+    def __init__(self, work: Callable[[], None], done: Callable[[], None]) -> None:
+        self.done, self._error = done, None
+        self._thread = threading.Thread(target=self._run, args=(work,), name="cdc-apply", daemon=True)
+        self._thread.start()
+
+    def _run(self, work: Callable[[], None]) -> None:
+        try:
+            work()
+        except BaseException as exc:  # raised on the lane's thread by wait()
+            self._error = exc
+
+    @property
+    def ended(self) -> bool:
+        return not self._thread.is_alive()
+
+    def wait(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
 
 
 def _ahead_of(table) -> str:

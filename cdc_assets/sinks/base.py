@@ -87,6 +87,9 @@ class SqlSink:
     def check_key_columns(self, schema: TableSchema) -> None:
         """Refuse an existing target table whose key columns would merge keys the source keeps apart."""
 
+    def prepare_changes(self, schema: TableSchema, changes: TableChanges) -> None:
+        """Nothing to render ahead here (see PostgresSink)."""
+
     def apply_changes(self, cursor, schema: TableSchema, changes: TableChanges) -> None:
         """Write a compacted batch of one table: deletes, full rows (replacing), and partial rows (updating only
         the columns they carry)."""

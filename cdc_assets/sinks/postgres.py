@@ -98,9 +98,31 @@ class PostgresSink(SqlSink):
     def staging_prefix(self) -> str:
         return "CREATE UNLOGGED TABLE"  # staging is rebuilt after a crash anyway: skip the WAL
 
+    def prepare_changes(self, schema: TableSchema, changes: TableChanges) -> None:
+        """Render the full rows' COPY text now, while the target still applies the batch before (the engine's
+        applier runs one batch ahead): `apply_changes` then only sends it."""
+        if len(changes.rows) < COPY_MIN_ROWS:
+            return
+        try:
+            changes.prepared = self._rows_text(schema, self._types(schema), changes.rows)
+        except NotCopied:
+            pass  # apply_changes meets it again, and takes the VALUES path
+
+    def _types(self, schema: TableSchema) -> dict[str, str]:
+        return {c.name: self.column_type(c, c.name in schema.primary_key) for c in schema.columns}
+
+    def _rows_text(self, schema: TableSchema, types: dict[str, str], rows: dict[tuple, dict]) -> str:
+        """The COPY text of `rows`, in the schema's column order (NotCopied: a value COPY text cannot carry)."""
+        names = [c.name for c in schema.columns]
+        param = _log_values(schema, types)
+        geometry = {c.name for c in schema.columns if c.kind == Kind.GEOMETRY}  # the only columns `param` converts
+        renderers = [column_renderer(types[n], partial(param, n) if n in geometry else None) for n in names]
+        full = list(rows.values())
+        return copy_columns([list(map(dict.get, full, repeat(n))) for n in names], renderers)
+
     def apply_changes(self, cursor, schema: TableSchema, changes: TableChanges) -> None:
         table, key = self.table_sql(schema.table), schema.primary_key
-        types = {c.name: self.column_type(c, c.name in key) for c in schema.columns}
+        types = self._types(schema)
 
         def values(names) -> tuple[str, str]:
             # Explicit casts: the log's Python values (bit strings, JSON text, ints for booleans) become the
@@ -117,8 +139,7 @@ class PostgresSink(SqlSink):
         gone = [*changes.deletes, *changes.rows, *moves.copies]
         others = [*changes.deletes, *moves.copies]
         upsert = bool(changes.rows) and self._upserts(cursor, schema)
-        if len(gone) < COPY_MIN_ROWS or not self._copy_rows(cursor, schema, types, others, changes.rows, param,
-                                                            upsert):
+        if len(gone) < COPY_MIN_ROWS or not self._copy_rows(cursor, schema, types, others, changes, upsert):
             names = [c.name for c in schema.columns]
             rows = [tuple(param(n, row.get(n)) for n in names) for row in changes.rows.values()]
             if doomed := others if upsert else gone:
@@ -138,16 +159,14 @@ class PostgresSink(SqlSink):
                      template)
 
     def _copy_rows(self, cursor, schema: TableSchema, types: dict[str, str], others: list[tuple],
-                   rows: dict[tuple, dict], param: Callable[[str, Any], Any], upsert: bool) -> bool:
-        """Delete the keys of `others` (and of `rows` unless `upsert`), then insert `rows`, through temporary
-        tables filled by COPY (see copy_rows.py); False, with nothing done, when a value cannot go through COPY
-        text."""
+                   changes: TableChanges, upsert: bool) -> bool:
+        """Delete the keys of `others` (and of the full rows unless `upsert`), then insert the full rows, through
+        temporary tables filled by COPY (see copy_rows.py); False, with nothing done, when a value cannot go
+        through COPY text."""
         table, key, names = self.table_sql(schema.table), schema.primary_key, [c.name for c in schema.columns]
-        geometry = {c.name for c in schema.columns if c.kind == Kind.GEOMETRY}  # the only columns `param` converts
-        renderers = [column_renderer(types[n], partial(param, n) if n in geometry else None) for n in names]
+        rows = changes.rows
         try:
-            full = list(rows.values())
-            rows_text = copy_columns([list(map(dict.get, full, repeat(n))) for n in names], renderers)
+            rows_text = changes.prepared if changes.prepared is not None else self._rows_text(schema, types, rows)
             others_text = copy_lines(others, [column_renderer(types[k]) for k in key])
         except NotCopied:
             return False

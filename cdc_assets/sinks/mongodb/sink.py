@@ -201,6 +201,9 @@ class MongoSink:
     def parses_source_text(self) -> bool:
         return False  # documents hold typed values
 
+    def prepare_changes(self, schema: TableSchema, changes: TableChanges) -> None:
+        """Nothing to render ahead: the operations depend on documents read inside the transaction."""
+
     def apply_changes(self, tx: MongoTx, schema: TableSchema, changes: TableChanges) -> None:
         target = self.collection(schema.table)
         ops = operations(schema, changes, lambda _id: target.find_one({ID: _id}, session=tx.session),
