@@ -240,6 +240,7 @@ class Sink(Protocol):
 
     db_type: str
     url: DbUrl
+    concurrent_commits: int  # snapshot groups that may commit at once (each on a connection of its own)
 
     def target_format(self) -> TargetFormat: ...
 

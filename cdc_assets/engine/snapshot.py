@@ -140,7 +140,9 @@ def _pipeline(rt: TaskRuntime, lanes: list[TaskRuntime], plan: SplitPlan, schema
     """Read groups of splits one Spark wave at a time, committing each group while the next one reads.
 
     The commit is one PostgreSQL/MySQL backend working alone: overlapping it with the next read keeps both
-    cores busy. Each group has its own watermarks; finished markers follow each group's commit. A group's
+    cores busy, and where the sink allows (`concurrent_commits`: PostgreSQL) two groups commit at once, on
+    connections of their own. Results and finished markers are settled in the groups' order. Each group has its
+    own watermarks; finished markers follow each group's commit. A group's
     splits are leased (the sink's split locks) from before its low watermark until its commit settled."""
     width = parallelism(rt.spark)
     groups = [splits[i:i + width] for i in range(0, len(splits), width)]
@@ -148,7 +150,8 @@ def _pipeline(rt: TaskRuntime, lanes: list[TaskRuntime], plan: SplitPlan, schema
     pending: list[tuple[_StagedGroup, Future]] = []
     locks = _leases(rt).sink.split_locks(rt.config.task_id)
     try:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdc-commit") as committer:
+        with ThreadPoolExecutor(max_workers=min(lane.sink.concurrent_commits for lane in lanes),
+                                thread_name_prefix="cdc-commit") as committer:
             try:
                 for group in groups:
                     group = _lease(rt, lanes, locks, group, results, again)

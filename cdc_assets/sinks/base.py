@@ -5,8 +5,9 @@ together with whatever else must commit with it (backfill, finished markers, che
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass
-from typing import Callable, ContextManager
+from typing import Any, Callable, ContextManager
 
 from cdc_assets.core.batches import MoveIncomplete, TableChanges
 from cdc_assets.core.boundary import SPLIT_COLUMN, RowExport, SplitRanges, TargetFormat, Transport
@@ -50,13 +51,17 @@ class SqlSink:
 
     db_type: str
     text_type: str
+    # Snapshot groups committing at once, each on its own connection. One here: InnoDB's range DELETE takes
+    # next-key locks past the range's end, which a neighbouring group's INSERT would wait on (or deadlock).
+    concurrent_commits = 1
 
     def __init__(self, url: DbUrl, source_db_type: str, write_batch_size: int = 50_000) -> None:
         self.url = url
         self.source_db_type = source_db_type  # its native declarations are kept only engine to same engine
         self.write_batch_size = write_batch_size  # rows per JDBC batch of a staging write
         self.conn = connect(url, autocommit=True)
-        self._commit_conn = None  # see _committer
+        self._commit_conns: dict[int, Any] = {}  # see _committer
+        self._commit_lock = threading.Lock()
 
     # -- hooks the engines fill in
     def target_format(self) -> TargetFormat:
@@ -243,11 +248,17 @@ class SqlSink:
         return transaction(self._committer())
 
     def _committer(self):
-        """The commit connection, opened on first use: the snapshot commits on its own thread, beside the
-        thread that creates staging tables on `conn`."""
-        if self._commit_conn is None:
-            self._commit_conn = connect(self.url, autocommit=True)
-        return self._commit_conn
+        """The calling thread's commit connection, opened on its first use: the snapshot commits on threads of
+        its own (`concurrent_commits`), beside the thread that creates staging tables on `conn`; everything else
+        commits from one thread."""
+        conn = self._commit_conns.get(threading.get_ident())
+        if conn is None:
+            with self._commit_lock:
+                alive = {thread.ident for thread in threading.enumerate()}
+                for ident in [i for i in self._commit_conns if i not in alive]:  # an earlier table's commit threads
+                    self._commit_conns.pop(ident).close()
+                conn = self._commit_conns[threading.get_ident()] = connect(self.url, autocommit=True)
+        return conn
 
     def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
         existing = self.existing_columns(schema.table) or set()
@@ -284,5 +295,5 @@ class SqlSink:
 
     def close(self) -> None:
         self.conn.close()
-        if self._commit_conn is not None:
-            self._commit_conn.close()
+        for conn in self._commit_conns.values():
+            conn.close()

@@ -32,6 +32,9 @@ _FROM_MYSQL = {
 class PostgresSink(SqlSink):
     db_type = "postgres"
     text_type = "text"
+    # Groups' ranges are disjoint and PostgreSQL locks rows, not gaps: two merges run side by side, so the second
+    # core works while the last reads' commits would otherwise queue behind one backend.
+    concurrent_commits = 2
 
     def target_format(self) -> TargetFormat:
         """COPY text lines: Spark carries one string column, which COPY parses into the staging table's types."""

@@ -79,6 +79,7 @@ def id_form_differs(document: dict | None, schema: TableSchema) -> bool:
 class MongoSink:
     db_type = "mongo"
     dialect = "mongo"
+    concurrent_commits = 1  # one session's transactions
 
     def __init__(self, url: DbUrl, source_db_type: str, write_batch_size: int | None = None) -> None:
         # write_batch_size is the JDBC writer's; the staging TaskWrite batches by documents (staging.py)
