@@ -494,9 +494,9 @@ class _Lane:
         applying, self._applying = self._applying, None
         if applying is not None:
             applying.wait()
-            applying.done()
+            applying.done(applying.seconds)
 
-    def _hand_over(self, work: Callable[[], None], done: Callable[[], None]) -> None:
+    def _hand_over(self, work: Callable[[], None], done: Callable[[float], None]) -> None:
         """The target's work on a batch or part goes to a thread of its own once the work before it settled, so
         that this thread prepares the next one (compaction, the sink's rendering) meanwhile. One at a time, in
         log order, on the target's one commit connection."""
@@ -550,12 +550,13 @@ class _Lane:
         net = self._prepare(part.changes)
 
         def work() -> None:
-            began = time.monotonic()
             self._apply(parts.target.cursor, part.changes, net, parts.tally)
-            parts.tally.seconds += time.monotonic() - began
             crash_point("incremental.part_applied")
 
-        self._hand_over(work, lambda: None)
+        def applied(seconds: float) -> None:
+            parts.tally.seconds += seconds
+
+        self._hand_over(work, applied)
 
     def _finish_parts(self, tx: Transaction) -> None:
         parts = self._parts
@@ -659,10 +660,8 @@ class _Lane:
         records = [*self._pending_schema, *(extra or []),
                    *resumer.checkpoint_records(Checkpoint(position, self.version, self.events, self.ahead))]
         target = target or TargetTransaction(rt.sink)
-        took = [0.0]
 
         def work() -> None:
-            began = time.monotonic()
             try:
                 if apply is not None:
                     apply(target.cursor)
@@ -673,21 +672,21 @@ class _Lane:
                 target.rollback()
                 raise
             target.commit()
-            took[0] = time.monotonic() - began
             crash_point("incremental.after_commit")
 
-        def committed() -> None:
+        def committed(seconds: float) -> None:
             resumer.record_committed(records)
             self._pending_schema = []
             self.position = self.report.checkpoint = position
             self.report.schema_version = self.version
             self.acknowledge()
             if done is not None:
-                done(took[0])
+                done(seconds)
 
         if done is None:
+            began = time.monotonic()
             work()
-            committed()
+            committed(time.monotonic() - began)
         else:
             self._hand_over(work, committed)
 
@@ -719,19 +718,21 @@ class _Lane:
 
 
 class _Applying:
-    """A lane's target work running on a thread of its own (`_Lane._hand_over`); `done` is what the lane does
-    after it, on the lane's thread."""
+    """A lane's target work running on a thread of its own (`_Lane._hand_over`); `done(seconds it took)` is what
+    the lane does after it, on the lane's thread."""
 
-    def __init__(self, work: Callable[[], None], done: Callable[[], None]) -> None:
-        self.done, self._error = done, None
+    def __init__(self, work: Callable[[], None], done: Callable[[float], None]) -> None:
+        self.done, self._error, self.seconds = done, None, 0.0
         self._thread = threading.Thread(target=self._run, args=(work,), name="cdc-apply", daemon=True)
         self._thread.start()
 
     def _run(self, work: Callable[[], None]) -> None:
+        began = time.monotonic()
         try:
             work()
         except BaseException as exc:  # raised on the lane's thread by wait()
             self._error = exc
+        self.seconds = time.monotonic() - began
 
     @property
     def ended(self) -> bool:
