@@ -189,3 +189,25 @@ def test_a_row_longer_than_max_allowed_packet_stops_the_split_saying_so(servers,
     with conn.cursor() as cur:
         cur.execute("SELECT count(*) FROM staged WHERE id = 3")
         assert cur.fetchone()[0] == 0
+
+
+ESCAPED_ALONE = ["", "plain", "back\\slash", "tab\there", "new\nline", "carriage\rreturn", "\\", "\t", "\n", "\r",
+                 "\\N", "ünïcødé ✓ 😀 \t", "vt\x0b ff\x0c", "x" * (1 << 20) + "\n"]
+
+
+@pytest.mark.parametrize("mariadb", [True, False], ids=["scanned first", "always replaced"])
+def test_each_character_copy_escapes_is_escaped_alone_and_nothing_else(servers, unique_name, mariadb):
+    """The text field's SQL (`copy_field`) against the COPY escape of core/copy_text.py, value by value: each of
+    backslash, tab, newline and carriage return alone in a value, none, several, a long one. MariaDB's form scans a
+    value for them before replacing; the other is MySQL 8's (regexp_time_limit), run here on MariaDB."""
+    from cdc_assets.core.copy_text import escape
+    from cdc_assets.core.tables import Column, Kind
+    from cdc_assets.sources.mysql import types
+
+    field = types.copy_field(Column("t", "longtext", Kind.STRING), "t", "text", mariadb)
+    statements = ["CREATE TABLE texts (id INT PRIMARY KEY, t LONGTEXT)"]
+    with source_database(servers, "mysql", unique_name, statements) as conn, conn.cursor() as cur:
+        cur.executemany("INSERT INTO texts VALUES (%s, %s)", list(enumerate([*ESCAPED_ALONE, None])))
+        cur.execute(f"SELECT id, {field} FROM texts ORDER BY id")
+        got = [value for _, value in cur.fetchall()]
+    assert got == [escape(v) for v in ESCAPED_ALONE] + [None]

@@ -187,8 +187,8 @@ class MysqlSource(SqlSource):
         return types.select_expr(column, self.quote(column.name))
 
     def copy_line(self, columns: list[Column], tag_sql: str, declared) -> str:
-        return types.copy_line([f"({tag_sql})"] + [types.copy_field(c, self.quote(c.name), declared(c))
-                                                   for c in columns])
+        return types.copy_line([f"({tag_sql})"] + [types.copy_field(c, self.quote(c.name), declared(c),
+                                                                    self.flavour.mariadb) for c in columns])
 
     def exact_key(self, column: Column) -> bool:
         return column.kind in (Kind.STRING, Kind.ENUM)  # BINARY: no collation, no PAD SPACE

@@ -72,10 +72,15 @@ def select_expr(column: Column, quoted: str) -> tuple[str, bool]:
 
 # PostgreSQL COPY text format: fields split by TAB, NULL is \N, and backslash, TAB, LF, CR are escaped.
 _ESCAPED = r"REPLACE(REPLACE(REPLACE(REPLACE({x}, '\\', '\\\\'), '\t', '\\t'), '\n', '\\n'), '\r', '\\r')"
+# On MariaDB only a value holding one of them goes through the four REPLACEs: the test is one scan where the
+# REPLACEs are four (1M values of the bench's text column: 0.22 s of the server's time against 0.45 s). Not on
+# MySQL 8, whose ICU regular expressions stop at regexp_time_limit: a long text would fail its split.
+_ESCAPED_IF_NEEDED = r"IF({x} REGEXP '[\\\\\t\n\r]', " + _ESCAPED + ", {x})"
 
 
-def copy_field(column: Column, quoted: str, declared: str) -> str:
-    """SQL rendering one column as a PostgreSQL COPY text field (NULL stays NULL); `declared` is its target type.
+def copy_field(column: Column, quoted: str, declared: str, mariadb: bool = False) -> str:
+    """SQL rendering one column as a PostgreSQL COPY text field (NULL stays NULL); `declared` is its target type,
+    `mariadb` whether the server is MariaDB.
 
     MariaDB prints doubles shortest-exact and DECIMAL exactly; the session runs in UTC."""
     kind = column.kind
@@ -95,7 +100,7 @@ def copy_field(column: Column, quoted: str, declared: str) -> str:
     if kind in (Kind.DATE, Kind.DATETIME, Kind.TIMESTAMP, Kind.TIME):
         return f"CAST({quoted} AS CHAR)"
     # Mixed column charsets cannot meet in one CONCAT_WS: everything text becomes utf8mb4 first.
-    return _ESCAPED.format(x=f"CONVERT({quoted} USING utf8mb4)")
+    return (_ESCAPED_IF_NEEDED if mariadb else _ESCAPED).format(x=f"CONVERT({quoted} USING utf8mb4)")
 
 
 def copy_line(fields: list[str]) -> str:
