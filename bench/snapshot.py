@@ -29,6 +29,7 @@ from cdc_assets.dev.spark_connect import SparkConnectServer
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
+from settle import quiet
 
 SHAPE = "id INT PRIMARY KEY, a INT, b VARCHAR(64), c DECIMAL(12,2), d {ts}, e DOUBLE PRECISION"
 
@@ -65,39 +66,15 @@ def seed(mariadb, postgres, rows: int) -> None:
     conn.close()
 
 
-QUIET_WAIT_SECS = 60
-
-
-def quiet(mariadb, postgres) -> float:
-    """Let both servers settle before a timed case, so that no case pays for what the case before it (or the seed)
-    left behind: PostgreSQL writes its dirty buffers now (CHECKPOINT) and no autovacuum runs, MariaDB's buffer pool
-    has no dirty pages left and its purge has nothing queued. Returns the seconds it took (not counted)."""
-    started = time.monotonic()
-    conn = postgres.connect()
+def settle(mariadb, postgres, name: str) -> None:
+    """Before each timed case: settled servers (bench/settle.py), then the direction's source table read once, so
+    that every case finds it as cached as the others (the limit, last, would otherwise find it warmest)."""
+    quiet(mariadb, postgres)
+    conn = mariadb.connect("bench") if name.startswith("mysql") else postgres.connect("benchsrc")
     with conn.cursor() as cur:
-        cur.execute("CHECKPOINT")
-        while time.monotonic() - started < QUIET_WAIT_SECS:
-            cur.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'")
-            if cur.fetchone()[0] == 0:
-                break
-            time.sleep(0.2)
+        cur.execute(f"SELECT COUNT(*), SUM(LENGTH(b)) FROM {'rows6' if name.startswith('mysql') else 'bench.rows6'}")
+        cur.fetchall()
     conn.close()
-    conn = mariadb.connect()
-    with conn.cursor() as cur:
-        cur.execute("SELECT @@innodb_max_dirty_pages_pct")
-        (saved,) = cur.fetchone()
-        cur.execute("SET GLOBAL innodb_max_dirty_pages_pct = 0")
-        try:
-            while time.monotonic() - started < QUIET_WAIT_SECS:
-                cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN "
-                            "('Innodb_buffer_pool_pages_dirty', 'Innodb_history_list_length')")
-                if all(int(value) == 0 for _, value in cur.fetchall()):
-                    break
-                time.sleep(0.2)
-        finally:
-            cur.execute(f"SET GLOBAL innodb_max_dirty_pages_pct = {float(saved)}")
-    conn.close()
-    return time.monotonic() - started
 
 
 def reset_target(postgres) -> None:
@@ -302,14 +279,14 @@ def main() -> int:
         for name, source_url, limit in directions:
             config = write_config(base, name, source_url, postgres.url("warehouse"), pipe=not args.no_pipe)
             reset_target(postgres)
-            quiet(mariadb, postgres)
+            settle(mariadb, postgres, name)
             fresh_state(base, name)
             cli_peak, core_peak = PeakRss(), PeakRss()
             e2e = cli_run(config, env, cli_peak)
             took = None
             if connect is not None:
                 reset_target(postgres)
-                quiet(mariadb, postgres)
+                settle(mariadb, postgres, name)
                 fresh_state(base, name)
                 remote = write_config(base, name, source_url, postgres.url("warehouse"), connect.url,
                                       not args.no_pipe)
@@ -318,14 +295,14 @@ def main() -> int:
             with core_peak.watching(os.getpid(), frozenset({connect.pid} if connect is not None else ())):
                 for _ in range(args.repeat):
                     reset_target(postgres)
-                    quiet(mariadb, postgres)
+                    settle(mariadb, postgres, name)
                     fresh_state(base, name)
                     runs.append(in_process_run(config))
             startup, core = min(runs, key=lambda r: r[1])
             limits = []
             for _ in range(args.repeat):
                 reset_target(postgres)
-                quiet(mariadb, postgres)
+                settle(mariadb, postgres, name)
                 limits.append(limit())
             lim = min(limits)
             attached = "" if took is None else f"end-to-end attached to Spark Connect {took:.1f} s, ratio {lim / took:.2f} | "
