@@ -7,10 +7,10 @@ import time
 QUIET_WAIT_SECS = 60
 
 
-def quiet(mariadb, postgres) -> float:
+def quiet(mariadb, postgres) -> None:
     """Let both servers settle before a timed case, so that no case pays for what the case before it (or the seed)
     left behind: PostgreSQL writes its dirty buffers now (CHECKPOINT) and no autovacuum runs, MariaDB's buffer pool
-    has no dirty pages left and its purge has nothing queued. Returns the seconds it took (not counted)."""
+    has no dirty pages left and its purge has nothing queued."""
     started = time.monotonic()
     conn = postgres.connect()
     with conn.cursor() as cur:
@@ -36,4 +36,3 @@ def quiet(mariadb, postgres) -> float:
         finally:
             cur.execute(f"SET GLOBAL innodb_max_dirty_pages_pct = {float(saved)}")
     conn.close()
-    return time.monotonic() - started

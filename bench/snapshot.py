@@ -71,9 +71,10 @@ def settle(mariadb, postgres, name: str) -> None:
     """Before each timed case: settled servers (bench/settle.py), then the direction's source table read once, so
     that every case finds it as cached as the others (the limit, last, would otherwise find it warmest)."""
     quiet(mariadb, postgres)
-    conn = mariadb.connect("bench") if name.startswith("mysql") else postgres.connect("benchsrc")
+    conn, table = (mariadb.connect("bench"), "rows6") if name.startswith("mysql") else (postgres.connect("benchsrc"),
+                                                                                      "bench.rows6")
     with conn.cursor() as cur:
-        cur.execute(f"SELECT COUNT(*), SUM(LENGTH(b)) FROM {'rows6' if name.startswith('mysql') else 'bench.rows6'}")
+        cur.execute(f"SELECT COUNT(*), SUM(LENGTH(b)) FROM {table}")
         cur.fetchall()
     conn.close()
 
