@@ -14,12 +14,12 @@ def quiet(mariadb, postgres) -> None:
     started = time.monotonic()
     conn = postgres.connect()
     with conn.cursor() as cur:
-        cur.execute("CHECKPOINT")
         while time.monotonic() - started < QUIET_WAIT_SECS:
             cur.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'")
             if cur.fetchone()[0] == 0:
                 break
             time.sleep(0.2)
+        cur.execute("CHECKPOINT")  # after the autovacuum: what it dirtied is written too
     conn.close()
     conn = mariadb.connect()
     with conn.cursor() as cur:
