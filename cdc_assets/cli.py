@@ -187,7 +187,7 @@ def cmd_snapshot(args) -> int:
         from cdc_assets.defs.snapshot_run import run_snapshot
 
         instance = _instance(config)
-        report = run_snapshot(config, path, instance, spark_ready=spark.wait)
+        report = run_snapshot(config, path, instance, spark_ready=spark.ready)
     finally:
         spark.wait()
     for line in report.lines():

@@ -10,7 +10,7 @@ from pydantic import PrivateAttr
 from cdc_assets.config import TaskConfig, load_config
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import CdcError
-from cdc_assets.spark.session import spark_settings, start_session
+from cdc_assets.spark.session import spark_settings, start_session, stop_session
 
 
 class CdcTask(dg.ConfigurableResource):
@@ -61,7 +61,7 @@ class TaskSpark(PySparkResource):
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         if self._spark_session is not None and self._started and self.stop_on_teardown:
-            self._spark_session.stop()
+            stop_session(self._spark_session)
         self._spark_session = None
 
     @property

@@ -143,6 +143,8 @@ def _failure_text(result: dg.ExecuteInProcessResult, keys: list[str]) -> str:
 def _stop_spark() -> None:
     from pyspark import SparkContext
 
+    from cdc_assets.spark.session import stop_context
+
     context = SparkContext._active_spark_context  # the runs left it running on purpose; no public getter
     if context is not None:
-        context.stop()
+        stop_context(context)

@@ -2,8 +2,8 @@
 Dagster, plans, registers partitions, builds the definitions): the JVM's start and its first job then overlap that
 work instead of following it. The run's resource finds the session up and reuses it.
 
-Nothing here reports an error: when the start or the warm-up fails, the session is stopped and the run's own start
-meets the same error, and reports it as it always did."""
+Nothing here reports an error: when the start or a login-checking warm-up fails, the session is stopped and the
+run's own start meets the same error, and reports it as it always did."""
 from __future__ import annotations
 
 import threading
@@ -15,27 +15,41 @@ from cdc_assets.engine.runtime import TaskRuntime
 class EarlySpark:
     def __init__(self, config: TaskConfig) -> None:
         self._config = config
+        self._up = threading.Event()
         self._thread = threading.Thread(target=self._start, name="cdc-spark-start", daemon=True)
         self._thread.start()
 
     def _start(self) -> None:
-        from cdc_assets.spark.session import build_session, warm_up_source
+        from cdc_assets.spark.session import build_session, stop_session, warm_up_source
 
         config = self._config
         try:
             session, started = build_session(config.spark, app_name=f"cdc_assets:{config.task_id}")
         except Exception:
+            self._up.set()
             return
         if not started:
+            self._up.set()
             return
         runtime = TaskRuntime(config)
         try:
+            if not runtime.snapshot_reads_jdbc:
+                # This warm-up only starts the Python workers: the first run starts meanwhile (its Dagster start
+                # overlaps the workers', 0.3-0.4 s on 2 cores), and its first job waits for them in Spark. Nothing
+                # but a broken worker fails it, which that job then meets and tells.
+                self._up.set()
             warm_up_source(session, runtime.source, runtime.snapshot_reads_jdbc)
         except Exception:
-            session.stop()  # the run's start warms up again, and tells a refused login as it always did
+            if not self._up.is_set():
+                stop_session(session)  # the run's start warms up again, and tells a refused login as it always did
         finally:
             runtime.close()
+            self._up.set()
+
+    def ready(self) -> None:
+        """Until the session is up for the runs (or its start failed): the JVM's stderr is the process's again."""
+        self._up.wait()
 
     def wait(self) -> None:
-        """Until the start ended (the JVM's stderr is the process's again), however it ended."""
+        """Until the start and its warm-up ended, however they ended."""
         self._thread.join()

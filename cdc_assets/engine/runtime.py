@@ -146,7 +146,9 @@ class TaskRuntime:
         self.__dict__.pop("lanes", None)
         self.__dict__.pop("log", None)
         if self._spark is not None and self._owns_spark:
-            self._spark.stop()
+            from cdc_assets.spark.session import stop_session
+
+            stop_session(self._spark)
         self._spark, self._owns_spark = None, False
 
     def reconnect(self) -> None:
