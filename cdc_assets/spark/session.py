@@ -47,8 +47,10 @@ def spark_settings(config: SparkConfig, app_name: str = "cdc_assets") -> dict[st
         # Spark pads CHAR(n) reads to n; values must arrive as the source returns them.
         "spark.sql.legacy.charVarcharAsString": "true",
     }
-    if is_local(config.master):  # the workers are children of this interpreter, which has the module
-        settings[_DAEMON] = "cdc_assets.spark.worker_daemon"
+    # Local workers are children of this interpreter, which has our daemon; an executor elsewhere may have no
+    # cdc_assets but the zip shipped to it, which its daemon must not shadow. Said for every master: a session
+    # started after another in the same JVM inherits the first one's settings (they are its system properties).
+    settings[_DAEMON] = "cdc_assets.spark.worker_daemon" if is_local(config.master) else "pyspark.daemon"
     return {**settings, **{key: str(value) for key, value in config.conf.items()}}
 
 

@@ -47,3 +47,15 @@ def test_the_working_directory_counts_for_an_empty_entry(tmp_path):
     zips = _zips(home)
     assert installed_first([*zips, ""], str(home), str(tmp_path / "cwd")) == ["", *zips]
     assert installed_first([*zips, ""], str(home), str(tmp_path)) == [*zips, ""]  # no PySpark there
+
+
+def test_only_local_sessions_use_it_and_others_say_so():
+    """Every session names its daemon: one started after a local session in the same JVM inherits that session's
+    settings, and a cluster's executors would then start ours, shadowing the package zip shipped to them."""
+    from cdc_assets.config import SparkConfig
+    from cdc_assets.spark.session import spark_settings
+
+    daemon = "spark.python.daemon.module"
+    assert spark_settings(SparkConfig(master="local[2]"))[daemon] == "cdc_assets.spark.worker_daemon"
+    assert spark_settings(SparkConfig(master="spark://10.0.0.1:7077"))[daemon] == "pyspark.daemon"
+    assert spark_settings(SparkConfig(master="local[2]", conf={daemon: "mine"}))[daemon] == "mine"
