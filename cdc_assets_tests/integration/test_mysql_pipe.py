@@ -195,19 +195,48 @@ ESCAPED_ALONE = ["", "plain", "back\\slash", "tab\there", "new\nline", "carriage
                  "\\N", "ünïcødé ✓ 😀 \t", "vt\x0b ff\x0c", "x" * (1 << 20) + "\n"]
 
 
-@pytest.mark.parametrize("mariadb", [True, False], ids=["scanned first", "always replaced"])
-def test_each_character_copy_escapes_is_escaped_alone_and_nothing_else(servers, unique_name, mariadb):
+@pytest.mark.parametrize("mariadb, collation", [(True, "utf8mb4_unicode_ci"), (True, "utf8mb4_bin"),
+                                                (True, "latin1_swedish_ci"), (False, "utf8mb4_unicode_ci")],
+                         ids=["scanned first", "scanned first, binary collation", "scanned first, converted",
+                              "always replaced"])
+def test_each_character_copy_escapes_is_escaped_alone_and_nothing_else(servers, unique_name, mariadb, collation):
     """The text field's SQL (`copy_field`) against the COPY escape of core/copy_text.py, value by value: each of
     backslash, tab, newline and carriage return alone in a value, none, several, a long one. MariaDB's form scans a
-    value for them before replacing; the other is MySQL 8's (regexp_time_limit), run here on MariaDB."""
+    value for them before replacing (a utf8mb4 column as it is, another one converted to utf8mb4 first); the other
+    is MySQL 8's (regexp_time_limit), run here on MariaDB."""
     from cdc_assets.core.copy_text import escape
     from cdc_assets.core.tables import Column, Kind
     from cdc_assets.sources.mysql import types
 
-    field = types.copy_field(Column("t", "longtext", Kind.STRING), "t", "text", mariadb)
-    statements = ["CREATE TABLE texts (id INT PRIMARY KEY, t LONGTEXT)"]
+    charset = collation.split("_")[0]
+    values = [v for v in ESCAPED_ALONE if charset != "latin1" or v.isascii()]
+    field = types.copy_field(Column("t", Kind.STRING, "longtext", collation=collation), "t", "text", mariadb)
+    statements = [f"CREATE TABLE texts (id INT PRIMARY KEY, t LONGTEXT CHARACTER SET {charset} COLLATE {collation})"]
     with source_database(servers, "mysql", unique_name, statements) as conn, conn.cursor() as cur:
-        cur.executemany("INSERT INTO texts VALUES (%s, %s)", list(enumerate([*ESCAPED_ALONE, None])))
+        cur.executemany("INSERT INTO texts VALUES (%s, %s)", list(enumerate([*values, None])))
         cur.execute(f"SELECT id, {field} FROM texts ORDER BY id")
         got = [value for _, value in cur.fetchall()]
-    assert got == [escape(v) for v in ESCAPED_ALONE] + [None]
+    assert got == [escape(v) for v in values] + [None]
+
+
+def test_text_columns_of_different_collations_meet_in_one_copy_line(servers, unique_name):
+    """A utf8mb4 column keeps its bytes under one collation label, a latin1 one is converted: one CONCAT_WS holds
+    them all, with a temporal field beside them, and each renders as the escape of its value."""
+    from cdc_assets.core.copy_text import escape
+    from cdc_assets.core.tables import Column, Kind
+    from cdc_assets.sources.mysql import types
+
+    declared = {"a": ("utf8mb4", "utf8mb4_unicode_ci"), "b": ("utf8mb4", "utf8mb4_bin"),
+                "c": ("utf8mb4", "utf8mb4_general_ci"), "l": ("latin1", "latin1_swedish_ci")}
+    columns = [Column(name, Kind.STRING, "varchar(32)", collation=collation)
+               for name, (_, collation) in declared.items()] + [Column("d", Kind.DATETIME, "datetime(6)")]
+    line = types.copy_line([types.copy_field(c, c.name, "text", mariadb=True) for c in columns])
+    texts = ", ".join(f"{name} VARCHAR(32) CHARACTER SET {charset} COLLATE {collation}"
+                      for name, (charset, collation) in declared.items())
+    row = ("Ünï\\ 😀", "tab\there", "Straße\n", "café\\\r", "2024-02-29 23:59:59.000001")
+    statements = [f"CREATE TABLE texts (id INT PRIMARY KEY, {texts}, d DATETIME(6))"]
+    with source_database(servers, "mysql", unique_name, statements) as conn, conn.cursor() as cur:
+        cur.execute("INSERT INTO texts VALUES (1, %s, %s, %s, %s, %s)", row)
+        cur.execute(f"SELECT {line} FROM texts")
+        got = cur.fetchone()[0]
+    assert got == "\t".join([escape(v) for v in row[:4]] + [row[4]])

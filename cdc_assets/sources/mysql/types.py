@@ -99,7 +99,12 @@ def copy_field(column: Column, quoted: str, declared: str, mariadb: bool = False
         return rf"CONCAT('\\\\x', HEX(ST_AsBinary({quoted})))"  # WKB, without MySQL's SRID prefix
     if kind in (Kind.DATE, Kind.DATETIME, Kind.TIMESTAMP, Kind.TIME):
         return f"CAST({quoted} AS CHAR)"
-    # Mixed column charsets cannot meet in one CONCAT_WS: everything text becomes utf8mb4 first.
+    # Mixed column charsets cannot meet in one CONCAT_WS: everything text becomes utf8mb4 first. On MariaDB a column
+    # already in utf8mb4 keeps its bytes, labelled with one collation so that columns of different ones meet:
+    # CONVERT copied each value (the split statements of the bench's 3M rows, 2 at a time: 4.0 s of the server's
+    # time against 4.5 s).
+    if mariadb and (column.collation or "").startswith("utf8mb4_"):
+        return _ESCAPED_IF_NEEDED.format(x=f"{quoted} COLLATE utf8mb4_bin")
     return (_ESCAPED_IF_NEEDED if mariadb else _ESCAPED).format(x=f"CONVERT({quoted} USING utf8mb4)")
 
 
