@@ -67,9 +67,22 @@ def seed(mariadb, postgres, rows: int) -> None:
     conn.close()
 
 
+def drop_slots(postgres) -> None:
+    """The replication slot a PostgreSQL source's plan creates for the log phase, which this bench never runs: kept,
+    it holds every WAL segment the cases write (72 GB after a day of runs filled the disk)."""
+    conn = postgres.connect()
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                    "WHERE slot_name LIKE 'cdc\\_assets\\_%' AND NOT active")
+    conn.close()
+
+
 def settle(mariadb, postgres, name: str) -> None:
-    """Before each timed case: settled servers (bench/settle.py), then the direction's source table read once, so
-    that every case finds it as cached as the others (the limit, last, would otherwise find it warmest)."""
+    """Before each timed case: no slot left from the case before, settled servers (bench/settle.py), then the
+    direction's source table read once, so that every case finds it as cached as the others (the limit, last, would
+    otherwise find it warmest)."""
+    drop_slots(postgres)
     quiet(mariadb, postgres)
     conn, table = (mariadb.connect("bench"), "rows6") if name.startswith("mysql") else (postgres.connect("benchsrc"),
                                                                                       "bench.rows6")
