@@ -30,6 +30,7 @@ from cdc_assets.dev.spark_connect import SparkConnectServer
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
+from cdc_assets.sources.postgres.slot import drop_slot, slot_name
 from settle import quiet
 
 SHAPE = "id INT PRIMARY KEY, a INT, b VARCHAR(64), c DECIMAL(12,2), d {ts}, e DOUBLE PRECISION"
@@ -67,22 +68,22 @@ def seed(mariadb, postgres, rows: int) -> None:
     conn.close()
 
 
-def drop_slots(postgres) -> None:
+def drop_task_slot(postgres, name: str) -> None:
     """The replication slot a PostgreSQL source's plan creates for the log phase, which this bench never runs: kept,
-    it holds every WAL segment the cases write (72 GB after a day of runs filled the disk)."""
+    it holds every WAL segment the cases write (72 GB after two hours of runs filled the disk)."""
     conn = postgres.connect()
     conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                    "WHERE slot_name LIKE 'cdc\\_assets\\_%' AND NOT active")
-    conn.close()
+    try:
+        drop_slot(conn, slot_name(name))
+    finally:
+        conn.close()
 
 
 def settle(mariadb, postgres, name: str) -> None:
     """Before each timed case: no slot left from the case before, settled servers (bench/settle.py), then the
     direction's source table read once, so that every case finds it as cached as the others (the limit, last, would
     otherwise find it warmest)."""
-    drop_slots(postgres)
+    drop_task_slot(postgres, name)
     quiet(mariadb, postgres)
     conn, table = (mariadb.connect("bench"), "rows6") if name.startswith("mysql") else (postgres.connect("benchsrc"),
                                                                                       "bench.rows6")
@@ -197,10 +198,15 @@ def cli_run(config: Path, env: dict, peak: PeakRss) -> float:
     return time.monotonic() - started
 
 
-def _fresh_cli_run(mariadb, postgres, base: Path, name: str, config: Path, env: dict, peak: PeakRss) -> float:
+def fresh_case(mariadb, postgres, base: Path, name: str) -> None:
+    """An empty target, settled servers and no task state: where every timed case starts."""
     reset_target(postgres)
     settle(mariadb, postgres, name)
     fresh_state(base, name)
+
+
+def _fresh_cli_run(mariadb, postgres, base: Path, name: str, config: Path, env: dict, peak: PeakRss) -> float:
+    fresh_case(mariadb, postgres, base, name)
     return cli_run(config, env, peak)
 
 
@@ -313,15 +319,12 @@ def main() -> int:
             runs = []
             with core_peak.watching(os.getpid(), frozenset({connect.pid} if connect is not None else ())):
                 for _ in range(args.repeat):
-                    reset_target(postgres)
-                    settle(mariadb, postgres, name)
-                    fresh_state(base, name)
+                    fresh_case(mariadb, postgres, base, name)
                     runs.append(in_process_run(config))
             startup, core, stop = min(runs, key=lambda r: r[1])
             limits = []
             for _ in range(args.repeat):
-                reset_target(postgres)
-                settle(mariadb, postgres, name)
+                fresh_case(mariadb, postgres, base, name)
                 limits.append(limit())
             lim = min(limits)
             attached = "" if took is None else f"end-to-end attached to Spark Connect {took:.1f} s, ratio {lim / took:.2f} | "

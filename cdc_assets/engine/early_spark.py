@@ -20,31 +20,35 @@ class EarlySpark:
         self._thread.start()
 
     def _start(self) -> None:
+        try:
+            self._start_and_warm_up()
+        finally:
+            self._up.set()
+
+    def _start_and_warm_up(self) -> None:
         from cdc_assets.spark.session import build_session, stop_session, warm_up_source
 
         config = self._config
         try:
             session, started = build_session(config.spark, app_name=f"cdc_assets:{config.task_id}")
         except Exception:
-            self._up.set()
             return
         if not started:
-            self._up.set()
             return
         runtime = TaskRuntime(config)
         try:
-            if not runtime.snapshot_reads_jdbc:
+            checks_login = runtime.snapshot_reads_jdbc
+            if not checks_login:
                 # This warm-up only starts the Python workers: the first run starts meanwhile (its Dagster start
                 # overlaps the workers', 0.3-0.4 s on 2 cores), and its first job waits for them in Spark. Nothing
                 # but a broken worker fails it, which that job then meets and tells.
                 self._up.set()
-            warm_up_source(session, runtime.source, runtime.snapshot_reads_jdbc)
+            warm_up_source(session, runtime.source, checks_login)
         except Exception:
             if not self._up.is_set():
                 stop_session(session)  # the run's start warms up again, and tells a refused login as it always did
         finally:
             runtime.close()
-            self._up.set()
 
     def ready(self) -> None:
         """Until the session is up for the runs (or its start failed): the JVM's stderr is the process's again."""
