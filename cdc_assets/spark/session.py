@@ -250,16 +250,16 @@ def warm_up_source(session: SparkSession, source: object, jdbc: bool = True) -> 
     if jdbc and callable(endpoint):
         warm_up(session, endpoint())
         return
-    # The piped export's own plan (a range, one partition per task slot, through mapInArrow), whose tasks import
-    # what a pipe task imports: its first group then runs as fast as the next. Measured on 2 cores: 1.4 s against
-    # 2.0 s for a one-row createDataFrame's (another plan, one worker), and the first group 0.3 s instead of 0.5 s.
-    def import_pipe(batches):  # nested: pickled by value, so the workers need not import this module
+    # The piped export's own job (spark/staging.per_task, one task per task slot), whose tasks import what a pipe
+    # task imports: its first group then runs as fast as the next.
+    def import_pipe(_: int) -> int:  # nested: pickled by value, so the workers need not import this module
         try:
             import psycopg2  # noqa: F401
         except ImportError:  # an executor without it reads through JDBC (snapshot.pipe: false)
             pass
-        yield from batches
+        return 0
 
-    width = parallelism(session)
-    session.range(0, width, 1, width).mapInArrow(import_pipe, "id long").collect()
+    from cdc_assets.spark.staging import per_task
+
+    per_task(session, parallelism(session), import_pipe)
 
