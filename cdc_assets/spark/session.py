@@ -259,7 +259,7 @@ def warm_up_source(session: SparkSession, source: object, jdbc: bool = True) -> 
             pass
         return 0
 
-    from cdc_assets.spark.staging import per_task
+    from cdc_assets.spark.staging import per_task  # staging imports this module (through spark/pacing.py)
 
     per_task(session, parallelism(session), import_pipe)
 
