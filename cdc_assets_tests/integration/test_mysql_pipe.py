@@ -102,12 +102,14 @@ def test_the_pipe_stages_every_split_with_the_source_values(servers, spark, pg_t
         write = _staging(servers, name, conn)
         assert sum(stage(spark, export, write, 100)) == len(ROWS)
         with src.cursor() as cur:
-            cur.execute("SELECT id, t, l, HEX(b), CAST(n AS CHAR), CAST(u AS CHAR), tiny FROM tricky ORDER BY id")
+            cur.execute("SELECT id, t, l, HEX(b), CAST(n AS CHAR), CAST(u AS CHAR), tiny, dt, ts, d, tm FROM tricky "
+                        "ORDER BY id")
             want = cur.fetchall()
     with conn.cursor() as cur:
         cur.execute("SELECT count(DISTINCT _cdc_split) FROM staged")
         assert cur.fetchone()[0] == len(splits)
-        cur.execute("SELECT id, t, l, upper(encode(b, 'hex')), n::text, u::text, tiny FROM staged ORDER BY id")
+        cur.execute("SELECT id, t, l, upper(encode(b, 'hex')), n::text, u::text, tiny, dt, ts, d, tm FROM staged "
+                    "ORDER BY id")
         got = cur.fetchall()
     assert [tuple(r) for r in got] == [tuple(r) for r in want]
 

@@ -98,7 +98,10 @@ def copy_field(column: Column, quoted: str, declared: str, mariadb: bool = False
     if kind == Kind.GEOMETRY:
         return rf"CONCAT('\\\\x', HEX(ST_AsBinary({quoted})))"  # WKB, without MySQL's SRID prefix
     if kind in (Kind.DATE, Kind.DATETIME, Kind.TIMESTAMP, Kind.TIME):
-        return f"CAST({quoted} AS CHAR)"
+        # MariaDB's CONCAT_WS renders a temporal value as CAST AS CHAR does, byte for byte (zero dates, negative
+        # and fractional TIMEs included), without the cast's conversion copy: the bench's 3M-row export, one
+        # DATETIME(6) column, 3.6 s of the server's time against 3.2 s.
+        return quoted if mariadb else f"CAST({quoted} AS CHAR)"
     # Mixed column charsets cannot meet in one CONCAT_WS: everything text becomes utf8mb4 first. On MariaDB a column
     # already in utf8mb4 keeps its bytes, labelled with one collation so that columns of different ones meet:
     # CONVERT copied each value (the split statements of the bench's 3M rows, 2 at a time: 4.0 s of the server's
