@@ -241,6 +241,7 @@ class Sink(Protocol):
     db_type: str
     url: DbUrl
     concurrent_commits: int  # snapshot groups that may commit at once (each on a connection of its own)
+    splits_per_slot: int  # a snapshot group's splits per task the Spark session runs at once
 
     def target_format(self) -> TargetFormat: ...
 

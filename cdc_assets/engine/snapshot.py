@@ -137,14 +137,15 @@ class _StagedGroup:
 
 def _pipeline(rt: TaskRuntime, lanes: list[TaskRuntime], plan: SplitPlan, schema: TableSchema, splits: list[Split],
               again: set[str] = frozenset()) -> list[SplitResult]:
-    """Read groups of splits one Spark wave at a time, committing each group while the next one reads.
+    """Read groups of splits one Spark job at a time (`splits_per_slot` per task the session runs at once),
+    committing each group while the next one reads.
 
     The commit is one PostgreSQL/MySQL backend working alone: overlapping it with the next read keeps both
     cores busy, and where the sink allows (`concurrent_commits`: PostgreSQL) two groups commit at once, on
     connections of their own. Results and finished markers are settled in the groups' order. Each group has its
     own watermarks; finished markers follow each group's commit. A group's
     splits are leased (the sink's split locks) from before its low watermark until its commit settled."""
-    width = parallelism(rt.spark)
+    width = parallelism(rt.spark) * min(lane.sink.splits_per_slot for lane in lanes)
     groups = [splits[i:i + width] for i in range(0, len(splits), width)]
     results: list[SplitResult] = []
     pending: list[tuple[_StagedGroup, Future]] = []

@@ -12,7 +12,7 @@ from cdc_assets.engine.snapshot import snapshot_splits
 from cdc_assets_tests.support import config_for, fetch_rows, source_database
 
 pytestmark = pytest.mark.spark
-ROWS = 3000  # six splits of 500: three groups of two on local[2]
+ROWS = 3000  # twelve splits of 250: three groups of four on local[2] (two splits per slot)
 WAIT_SECS = 20
 
 
@@ -53,14 +53,14 @@ class MergeWatch:
 def snapshot(tmp_path, servers, spark, source_db: str, target: str, target_db: str, hold_first: bool):
     config = config_for(tmp_path, servers, task_id="commits", source="postgres", source_db=source_db,
                         tables=[f"{source_db}.items"], target=target, target_db=target_db,
-                        snapshot={"split_size": 500})
+                        snapshot={"split_size": 250})
     rt = TaskRuntime(config)
     rt.adopt_spark(spark)
     try:
         [tp] = ensure_plans(rt)
         watch = MergeWatch(rt.sink, hold_first)
         results = snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
-        assert sum(r.rows for r in results) == ROWS and len(rt.resumer.finished()) == len(tp.plan.splits) == 6
+        assert sum(r.rows for r in results) == ROWS and len(rt.resumer.finished()) == len(tp.plan.splits) == 12
         return watch
     finally:
         rt.close()

@@ -22,7 +22,7 @@ from cdc_assets_tests.support import config_for, fetch_rows, run_transactions, s
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
-ROWS, SPLIT = 3000, 500  # six splits: three groups of two on the cluster's two cores
+ROWS, SPLIT = 3000, 500  # six splits: groups of four and two on the cluster's two cores (two splits per slot)
 
 # Every fourth note NULL, the others with a tab, a newline and a backslash (COPY's escapes); bytes with NUL, tab,
 # newline and backslash; timestamps with microseconds.

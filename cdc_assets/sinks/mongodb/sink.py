@@ -80,6 +80,7 @@ class MongoSink:
     db_type = "mongo"
     dialect = "mongo"
     concurrent_commits = 1  # one session's transactions
+    splits_per_slot = 1  # a group is one transaction, which MongoDB aborts after 60 s (README)
 
     def __init__(self, url: DbUrl, source_db_type: str, write_batch_size: int | None = None) -> None:
         # write_batch_size is the JDBC writer's; the staging TaskWrite batches by documents (staging.py)
