@@ -15,6 +15,9 @@ Per direction, on an empty table snapshotted first (so that the log is read from
 - apply alone: the same backlog applied in process by a third task whose reader read it all into memory before
   handing out the first change: the applier and the target alone, the catch-up with a reader that cost nothing,
   printed beside 0.6 of the raw figure;
+- bound (PostgreSQL): the raw reader's CPU (our decoder, the walsender) plus the apply alone's (the sync, the
+  target) over this machine's CPUs: the most a catch-up could reach with every CPU busy all the time, as a ratio
+  of the raw figure;
 - steady state: a running `cdc-assets sync` while a writer commits --rate changes/s for --seconds s; the lag of
   a row is the target's clock at the commit of the transaction that wrote it (a deferred constraint trigger
   stamps each target transaction as it commits) minus the client clock just before the source statement, which
@@ -71,6 +74,7 @@ REPO = Path(cdc_assets.__file__).resolve().parents[1]
 TX_ROWS = 10_000  # --tx-rows: changes per backlog transaction
 TICK = 0.05  # the steady writer commits one transaction per tick
 RAW_SLOT = "cdc_bench_raw"
+RAW_CPU: dict[str, float] = {}  # CPU seconds of the last PostgreSQL raw read: "reader" (this process), "walsender"
 RAW_SERVER_ID = 4_242_424  # any id no other replica of the server uses
 PIPELINE = {"checkpoint_after_events": 1000, "checkpoint_interval_secs": 10.0, "exactly_once": False}
 SHAPE = "id BIGINT PRIMARY KEY, a INT, b VARCHAR(64), c DECIMAL(12,2), d {ts}, written_at DOUBLE PRECISION"
@@ -205,8 +209,10 @@ def raw_mysql(d: Direction, start: tuple[str, int]) -> tuple[int, float]:
 def raw_postgres(d: Direction, end_lsn: int) -> tuple[int, float]:
     """Insert/Update messages of RAW_SLOT until the server has decoded past `end_lsn`, each decoded by our
     pgoutput decoder (its tuple data to the columns' texts, as pymysqlreplication decodes a row; no casts to
-    Python types, no events); then drops the slot."""
-    began, rows = time.monotonic(), 0
+    Python types, no events); then drops the slot. Its CPU seconds (this process's, the walsender's) go to
+    RAW_CPU."""
+    servers = ServerCpu(d.postgres.pid, d.mariadb.pid).__enter__()
+    began, rows, own = time.monotonic(), 0, _own_cpu()
     conn = psycopg2.connect(host="127.0.0.1", port=d.postgres.port, user=d.postgres.user, dbname=d.db,
                             connection_factory=LogicalReplicationConnection)
     try:
@@ -225,7 +231,9 @@ def raw_postgres(d: Direction, end_lsn: int) -> tuple[int, float]:
                 cur.send_feedback(flush_lsn=msg.data_start)
     finally:
         conn.close()
+        servers.__exit__(None, None, None)
     seconds, admin = time.monotonic() - began, d.connect()
+    RAW_CPU.update(reader=_own_cpu() - own, walsender=servers.seconds.get("walsender", 0.0))
     drop_slot(admin, RAW_SLOT)  # waits for the walsender of the closed connection to let go of it
     admin.close()
     return rows, seconds
@@ -383,7 +391,23 @@ def apply_alone(d: Direction, config: Path, total: int, raw: float) -> bool:
           + ", ".join(f"{name} {value:.1f}" for name, value in used.items())
           + f" | peak RSS holding the backlog {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB",
           flush=True)
+    if d.kind == "postgres":
+        bound(total, raw, own + sum(alone.servers.seconds.values()))
     return ok
+
+
+def bound(events: int, raw: float, applying: float) -> None:
+    """The most a catch-up can reach on this machine's cores: it decodes every message as the raw reader does
+    (the raw reader's CPU: our decoder and the walsender; building events costs more) and applies what the apply
+    alone applied (its CPU: the sync and the target), so even with every core busy all the time it takes their sum
+    over the cores."""
+    cores = os.cpu_count() or 1
+    decoding = RAW_CPU["reader"] + RAW_CPU["walsender"]
+    rate = events / ((decoding + applying) / cores)
+    print(f"  bound: a catch-up whose reading cost what the raw reader's did ({decoding:.1f} CPU s: our decoder "
+          f"{RAW_CPU['reader']:.1f}, walsender {RAW_CPU['walsender']:.1f}) and whose applying cost what the apply "
+          f"alone's did ({applying:.1f} CPU s: sync and target), on {cores} CPUs every one busy all the time: at most "
+          f"{rate:,.0f} events/s = ratio {rate / raw:.2f} of the raw reader", flush=True)
 
 
 def _own_cpu() -> float:

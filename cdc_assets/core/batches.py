@@ -65,6 +65,10 @@ class TableChanges:
     partial: dict[tuple, dict] = field(default_factory=dict)  # key -> some columns (the key among them)
     deletes: set[tuple] = field(default_factory=set)
     moves: dict[tuple, Move] = field(default_factory=dict)  # new key -> where its row comes from
+    # Keys of `rows` whose first change in the batch was an INSERT: absent from the target at the batch start,
+    # unless the batch replays changes the target holds already (after a crash, or over a snapshot's reads).
+    # A sink may insert them without looking for them first, as long as a key already there stops it.
+    fresh: set[tuple] = field(default_factory=set)
     events: int = 0  # the changes folded in
     # The table's largest split high watermark while the log replays changes the snapshot may already hold
     # (at-least-once from the minimum low watermark): a move at or before it whose two keys the target lacks
@@ -77,6 +81,7 @@ class TableChanges:
         return len(self.rows) + len(self.partial) + len(self.deletes) + len(self.moves)
 
     def delete(self, key: tuple) -> None:
+        self.fresh.discard(key)
         self.rows.pop(key, None)
         self.partial.pop(key, None)
         self.moves.pop(key, None)
@@ -111,6 +116,7 @@ class TableChanges:
             origin, columns = old, {**self.partial.get(old, {}), **after}
         self.delete(old)
         self.deletes.discard(new)  # the new key was free in the source: a row there earlier is gone
+        self.fresh.discard(new)
         self.rows.pop(new, None)
         self.partial.pop(new, None)
         self.moves[new] = Move(origin, columns, position)
@@ -140,19 +146,23 @@ def compact(changes: list[RowChange], schemas: dict[TableId, TableSchema]) -> di
         if shape.excluded:  # source.exclude_columns
             after = {n: v for n, v in after.items() if n not in shape.excluded}
         full = after.keys() >= shape.names
-        if change.op is Op.INSERT and not full:
-            raise ShortInsert(
-                f"an INSERT into {change.table} at {change.position} carries no value for column(s) "
-                f"{', '.join(shape.missing(after))} of the table as recorded: the source table no longer has them",
-                f"restore the column(s) on the source, or {REPLAN_HINT}")
-        if change.op is Op.UPDATE and change.before is not None:
+        key = change.key
+        if change.op is Op.INSERT:
+            if not full:
+                raise ShortInsert(
+                    f"an INSERT into {change.table} at {change.position} carries no value for column(s) "
+                    f"{', '.join(shape.missing(after))} of the table as recorded: the source table no longer has "
+                    f"them", f"restore the column(s) on the source, or {REPLAN_HINT}")
+            if key not in net.rows and key not in net.deletes and key not in net.partial and key not in net.moves:
+                net.fresh.add(key)
+        elif change.op is Op.UPDATE and change.before is not None:
             old = old_key(change.before, shape.key)
-            if old is not None and old != change.key:
+            if old is not None and old != key:
                 if not full:
-                    net.move(old, change.key, after, change.position)
+                    net.move(old, key, after, change.position)
                     continue
                 net.delete(old)
-        net.put(change.key, after, full)
+        net.put(key, after, full)
     return out
 
 

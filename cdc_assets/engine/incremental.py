@@ -47,7 +47,7 @@ from cdc_assets.engine.savepoints import ImageWriter, recover, task_lease
 from cdc_assets.engine.schema_changes import SchemaChangeHalted, added_columns
 from cdc_assets.engine.target_down import one_line, target_down
 from cdc_assets.engine.target_transaction import Parts, Tally, TargetTransaction
-from cdc_assets.errors import CdcError, PlanError, PositionLost, UnreachableError
+from cdc_assets.errors import CdcError, PlanError, PositionLost, PositionsIncomparable, UnreachableError
 from cdc_assets.resumer.resumer import Checkpoint
 
 log = logging.getLogger("cdc_assets.incremental")
@@ -547,7 +547,7 @@ class _Lane:
         if parts.held is not None:
             parts.held.extend(part.changes)
             return
-        net = self._prepare(part.changes)
+        net = self._prepare(part.changes, part.floor)
 
         def work() -> None:
             self._apply(parts.target.cursor, part.changes, net, parts.tally)
@@ -594,15 +594,30 @@ class _Lane:
         self._checkpoint(batch.events, batch.end, lambda cur: self._apply(cur, changes, net, tally),
                          done=lambda seconds: self._applied(tally, len(batch.transactions), batch.commit_time, seconds))
 
-    def _prepare(self, changes: list[RowChange]) -> dict[TableId, TableChanges]:
-        """What needs no target: the changes compacted by key, and what the sink renders of them."""
+    def _prepare(self, changes: list[RowChange], floor: Position | None = None) -> dict[TableId, TableChanges]:
+        """What needs no target: the changes compacted by key, and what the sink renders of them. `floor`: a
+        transaction part's, for changes not positioned yet (PostgreSQL's, at the commit), which lies after it."""
         net = compact(changes, self.schemas)
+        first = changes[0].position if changes else None
+        if first is None:
+            first = floor
         for table, table_changes in net.items():
-            table_changes.replaying_until = self.horizons.get(table)
+            table_changes.replaying_until = self._replaying_until(table, first)
             self.rt.sink.prepare_changes(self.schemas[table], table_changes)
         if self.pacer is not None:
             self.pacer.count(changes)
         return net
+
+    def _replaying_until(self, table: TableId, first: Position | None) -> Position | None:
+        """The table's snapshot horizon while a batch whose changes lie at or after `first` may replay what the
+        snapshot read: once `first` is past the horizon, none of them is before it."""
+        horizon = self.horizons.get(table)
+        if horizon is None or first is None:
+            return horizon
+        try:
+            return None if is_before(horizon, first) else horizon
+        except PositionsIncomparable:  # another server's log (a failover): each move is judged alone, as before
+            return horizon
 
     def _apply(self, cursor, changes: list[RowChange], net: dict[TableId, TableChanges], tally: Tally) -> None:
         self.images.capture(cursor, self.schemas, net)  # before anything of the batch is written

@@ -1,11 +1,13 @@
 """PostgreSQL as a target: type mapping, staging (UNLOGGED), and applying rows as delete by key, then insert."""
 from __future__ import annotations
 
+import io
 from decimal import Decimal
 from functools import cached_property, partial
 from itertools import repeat
 from typing import Any, Callable
 
+import psycopg2
 from psycopg2.extras import execute_values
 
 from cdc_assets.core.batches import TableChanges
@@ -64,6 +66,10 @@ class PostgresSink(SqlSink):
         return {}  # see _upserts
 
     @cached_property
+    def _fresh_copies(self) -> dict[TableId, bool]:
+        return {}  # see _copies_fresh
+
+    @cached_property
     def has_postgis(self) -> bool:
         with self.conn.cursor() as cur:
             cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'postgis'")
@@ -72,6 +78,7 @@ class PostgresSink(SqlSink):
     def ensure_table(self, schema: TableSchema) -> bool:
         self._check_types(schema)
         self._unique_keys.pop(schema.table, None)
+        self._fresh_copies.pop(schema.table, None)
         return super().ensure_table(schema)
 
     def _check_types(self, schema: TableSchema) -> None:
@@ -107,21 +114,31 @@ class PostgresSink(SqlSink):
         if len(changes.rows) < COPY_MIN_ROWS:
             return
         try:
-            changes.prepared = self._rows_text(schema, self._types(schema), changes.rows)
+            changes.prepared = self._rows_texts(schema, self._types(schema), changes)
         except NotCopied:
             pass  # apply_changes meets it again, and takes the VALUES path
 
     def _types(self, schema: TableSchema) -> dict[str, str]:
         return {c.name: self.column_type(c, c.name in schema.primary_key) for c in schema.columns}
 
-    def _rows_text(self, schema: TableSchema, types: dict[str, str], rows: dict[tuple, dict]) -> str:
-        """The COPY text of `rows`, in the schema's column order (NotCopied: a value COPY text cannot carry)."""
+    def _rows_texts(self, schema: TableSchema, types: dict[str, str], changes: TableChanges) -> tuple[bytes, bytes]:
+        """The COPY text of the fresh rows, and of the other full rows, in the schema's column order (NotCopied: a
+        value COPY text cannot carry). The two texts together are every full row's."""
         names = [c.name for c in schema.columns]
         param = _log_values(schema, types)
         geometry = {c.name for c in schema.columns if c.kind == Kind.GEOMETRY}  # the only columns `param` converts
         renderers = [column_renderer(types[n], partial(param, n) if n in geometry else None) for n in names]
-        full = list(rows.values())
-        return copy_columns([list(map(dict.get, full, repeat(n))) for n in names], renderers)
+        rows, fresh = changes.rows, changes.fresh
+        if not fresh:
+            parts = ([], list(rows.values()))
+        elif len(fresh) == len(rows):  # all of them: compaction keeps `fresh` within `rows`
+            parts = (list(rows.values()), [])
+        else:
+            parts = ([], [])
+            for key, row in rows.items():
+                parts[key not in fresh].append(row)
+        return tuple(copy_columns([list(map(dict.get, part, repeat(n))) for n in names], renderers) if part else b""
+                     for part in parts)
 
     def apply_changes(self, cursor, schema: TableSchema, changes: TableChanges) -> None:
         table, key = self.table_sql(schema.table), schema.primary_key
@@ -165,14 +182,19 @@ class PostgresSink(SqlSink):
                    changes: TableChanges, upsert: bool) -> bool:
         """Delete the keys of `others` (and of the full rows unless `upsert`), then insert the full rows, through
         temporary tables filled by COPY (see copy_rows.py); False, with nothing done, when a value cannot go
-        through COPY text."""
+        through COPY text. The fresh rows go by COPY straight into the table where that is sure to stop at a key
+        already there (`_copies_fresh`)."""
         table, key, names = self.table_sql(schema.table), schema.primary_key, [c.name for c in schema.columns]
-        rows = changes.rows
         try:
-            rows_text = changes.prepared if changes.prepared is not None else self._rows_text(schema, types, rows)
+            fresh_text, rows_text = (changes.prepared if changes.prepared is not None
+                                     else self._rows_texts(schema, types, changes))
             others_text = copy_lines(others, [column_renderer(types[k]) for k in key])
         except NotCopied:
             return False
+        # Not while the log replays what the snapshot may hold already: most of those keys are there.
+        if fresh_text and not (upsert and changes.replaying_until is None and self._copies_fresh(cursor, schema, types)
+                               and _copied_into(cursor, table, [self.q(n) for n in names], fresh_text)):
+            rows_text += fresh_text
         cast = lambda n: f"CAST(v.{self.q(n)} AS {types[n]})"  # noqa: E731 - as the VALUES template casts
         match = " AND ".join(f"t.{self.q(k)} = {cast(k)}" for k in key)
         staged = [(name, columns, text) for name, columns, text in
@@ -181,12 +203,33 @@ class PostgresSink(SqlSink):
             stage(cursor, name, [self.q(n) for n in columns], text)
             if name == "_cdc_gone" or not upsert:
                 cursor.execute(f"DELETE FROM {table} AS t USING {name} AS v WHERE {match}")
-        if rows:
+        if rows_text:
             cursor.execute(f"INSERT INTO {table} ({', '.join(self.q(n) for n in names)}) "
                            f"SELECT {', '.join(cast(n) for n in names)} FROM _cdc_rows AS v"
                            f"{self._on_conflict(schema, upsert)}")
-        cursor.execute(f"DROP TABLE {', '.join(name for name, _, _ in staged)}")  # a batch may hold more tables
+        if staged:
+            cursor.execute(f"DROP TABLE {', '.join(name for name, _, _ in staged)}")  # a batch may hold more tables
         return True
+
+    def _copies_fresh(self, cursor, schema: TableSchema, types: dict[str, str]) -> bool:
+        """Whether fresh rows may go by COPY straight into the table: its columns are of the types the VALUES
+        path casts to (COPY parses each text with the column's own input function, so the stored values are the
+        same), and it is a table (not a view) without rules (COPY does not run them). Called only where `_upserts`:
+        the key's unique index then stops a key already there."""
+        if schema.table not in self._fresh_copies:
+            names = [c.name for c in schema.columns]
+            cursor.execute(f"CREATE TEMPORARY TABLE _cdc_shape ({', '.join(f'{self.q(n)} {types[n]}' for n in names)})"
+                           " ON COMMIT DROP")
+            cursor.execute(
+                "SELECT COUNT(*) = %s AND bool_and(c.relkind IN ('r', 'p') AND NOT c.relhasrules) "
+                "FROM pg_attribute s JOIN pg_attribute t "
+                "ON t.attname = s.attname AND t.atttypid = s.atttypid AND t.atttypmod = s.atttypmod "
+                "JOIN pg_class c ON c.oid = t.attrelid "
+                "WHERE s.attrelid = '_cdc_shape'::regclass AND s.attnum > 0 AND t.attrelid = %s::regclass "
+                "AND NOT t.attisdropped", (len(names), self.table_sql(schema.table)))
+            self._fresh_copies[schema.table] = bool(cursor.fetchone()[0])
+            cursor.execute("DROP TABLE _cdc_shape")
+        return self._fresh_copies[schema.table]
 
     def _on_conflict(self, schema: TableSchema, upsert: bool) -> str:
         if not upsert:
@@ -262,6 +305,21 @@ def kind_to_postgres(column: Column) -> str:
     if kind == Kind.BIT:
         return f"bit({column.length})"
     return _FROM_MYSQL[kind]
+
+
+def _copied_into(cursor, table: str, columns: list[str], text: bytes) -> bool:
+    """COPY `text` into `table` under a savepoint: False, with the savepoint rolled back, when a row's key is
+    there already (a replay) or a value fails the column's input where the VALUES path's explicit cast may take
+    it (a bit string of another length: the cast pads or cuts it); the caller then applies those rows as it
+    applies the others."""
+    cursor.execute("SAVEPOINT cdc_fresh")
+    try:
+        cursor.copy_expert(f"COPY {table} ({', '.join(columns)}) FROM STDIN", io.BytesIO(text), size=1 << 20)
+    except (psycopg2.IntegrityError, psycopg2.DataError):
+        cursor.execute("ROLLBACK TO SAVEPOINT cdc_fresh; RELEASE SAVEPOINT cdc_fresh")
+        return False
+    cursor.execute("RELEASE SAVEPOINT cdc_fresh")
+    return True
 
 
 def _execute(cursor, sql: str, rows: list[tuple], template: str) -> None:

@@ -1,12 +1,15 @@
 """Pure logic of the incremental phase: compaction by key, the exactly-once filter, DDL classification."""
+from types import SimpleNamespace
+
 import pytest
 
 from cdc_assets.core.batches import Move, ShortInsert, compact, split_key_change
 from cdc_assets.core.events import Op, RowChange
-from cdc_assets.core.positions import MysqlPosition
+from cdc_assets.core.positions import MysqlPosition, PgPosition
 from cdc_assets.core.splits import SplitPlan
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.watermarks import TableWatermarks
+from cdc_assets.engine.incremental import _Lane
 
 T = TableId("shop", "t")
 SCHEMA = TableSchema(T, (Column("id", Kind.INT, "int"), Column("a", Kind.STRING, "text"), Column("b", Kind.INT, "int")),
@@ -114,3 +117,52 @@ def test_the_lag_is_reported_in_the_source_logs_own_unit():
 
     assert "lag unknown, 7 s of log" in " ".join(SyncReport(lag_bytes=7, lag_unit=MongoLog.distance_unit).lines())
     assert "lag unknown, 7 bytes of log" in " ".join(SyncReport(lag_bytes=7, lag_unit=PostgresLog.distance_unit).lines())
+
+
+def test_fresh_keys_are_the_keys_a_batch_inserts_first():
+    """A sink may insert a fresh key's row without looking for it: only a key whose first change in the batch is
+    an INSERT is fresh, and it stops being fresh when the batch deletes it or moves it away."""
+    net = compact([
+        change(Op.INSERT, 1, {"id": 1, "a": "x", "b": 1}),
+        change(Op.UPDATE, 1, {"id": 1, "b": 2}),  # a partial update of a fresh row: still fresh, still full
+        change(Op.UPDATE, 2, {"id": 2, "a": "y", "b": 2}),  # in the target already
+        change(Op.DELETE, 3, None, {"id": 3}), change(Op.INSERT, 3, {"id": 3, "a": "z", "b": 3}),
+        change(Op.INSERT, 4, {"id": 4, "a": "w", "b": 4}), change(Op.DELETE, 4, None, {"id": 4}),
+        change(Op.INSERT, 5, {"id": 5, "a": "v", "b": 5}),
+        change(Op.UPDATE, 6, {"id": 6, "a": "v", "b": 5}, {"id": 5, "a": "v", "b": 5}),  # 5 moves to 6
+        change(Op.INSERT, 7, {"id": 7, "a": "u", "b": 7}), moved(7, 8, {"b": 8}),  # a partial image: a move
+        moved(20, 9, {"b": 9}), change(Op.UPDATE, 9, {"id": 9, "a": "t", "b": 9}),  # a move, then a full image
+        change(Op.INSERT, 10, {"id": 10, "a": "s", "b": 10}),
+    ], {T: SCHEMA})[T]
+    assert net.fresh == {(1,), (10,)}
+    assert net.rows.keys() == {(1,), (2,), (3,), (6,), (8,), (9,), (10,)} and net.rows[(1,)]["a"] == "x"
+
+
+def test_a_batch_past_the_snapshot_horizon_replays_nothing_it_read():
+    """`replaying_until` (the table's largest split high watermark) goes with a batch only while the batch may
+    replay changes the snapshot read: a batch whose first change lies after it gets None, so a sink may take the
+    fresh rows' short way (sinks/postgres.py) and no move is judged against the snapshot."""
+    lane = SimpleNamespace(horizons={T: MysqlPosition("b.000001", 900, server="1")})
+    until = lambda table, first: _Lane._replaying_until(lane, table, first)  # noqa: E731
+    horizon = lane.horizons[T]
+    assert until(T, MysqlPosition("b.000001", 500, server="1")) == horizon
+    assert until(T, MysqlPosition("b.000001", 900, server="1")) == horizon  # at the horizon: the snapshot may hold it
+    assert until(T, MysqlPosition("b.000001", 901, server="1")) is None
+    assert until(T, MysqlPosition("b.000002", 4, server="1")) is None
+    assert until(T, None) == horizon  # a part of a huge transaction: not positioned yet
+    assert until(TableId("shop", "other"), MysqlPosition("b.000002", 4, server="1")) is None  # no horizon
+    assert until(T, MysqlPosition("b.000009", 4, server="2")) == horizon  # another server's: not ordered
+
+
+def test_a_part_not_positioned_yet_is_judged_by_its_floor():
+    """A PostgreSQL transaction part's changes get their position at the commit, which lies after the part's floor:
+    the floor tells whether the part may replay what the snapshot read. Positioned changes go by their own."""
+    lane = SimpleNamespace(schemas={T: SCHEMA}, horizons={T: PgPosition(1000)}, pacer=None,
+                           rt=SimpleNamespace(sink=SimpleNamespace(prepare_changes=lambda schema, changes: None)))
+    lane._replaying_until = lambda table, first: _Lane._replaying_until(lane, table, first)
+    unpositioned = [change(Op.INSERT, 1, {"id": 1, "a": "x", "b": 1})]
+    assert _Lane._prepare(lane, unpositioned, PgPosition(1001))[T].replaying_until is None
+    assert _Lane._prepare(lane, unpositioned, PgPosition(999))[T].replaying_until == PgPosition(1000)
+    assert _Lane._prepare(lane, unpositioned)[T].replaying_until == PgPosition(1000)
+    positioned = [RowChange(T, Op.INSERT, (1,), {"id": 1, "a": "x", "b": 1}, position=PgPosition(999))]
+    assert _Lane._prepare(lane, positioned, PgPosition(1001))[T].replaying_until == PgPosition(1000)
