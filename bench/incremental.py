@@ -211,29 +211,29 @@ def raw_postgres(d: Direction, end_lsn: int) -> tuple[int, float]:
     pgoutput decoder (its tuple data to the columns' texts, as pymysqlreplication decodes a row; no casts to
     Python types, no events); then drops the slot. Its CPU seconds (this process's, the walsender's) go to
     RAW_CPU."""
-    servers = ServerCpu(d.postgres.pid, d.mariadb.pid).__enter__()
-    began, rows, own = time.monotonic(), 0, _own_cpu()
-    conn = psycopg2.connect(host="127.0.0.1", port=d.postgres.port, user=d.postgres.user, dbname=d.db,
-                            connection_factory=LogicalReplicationConnection)
-    try:
-        cur = conn.cursor()
-        cur.start_replication(slot_name=RAW_SLOT, decode=False,
-                              options={"proto_version": "1", "publication_names": publication_name(d.task)})
-        while cur.wal_end < end_lsn:  # a keepalive's wal_end is how far decoding got
-            msg = cur.read_message()
-            if msg is None:
-                select.select([cur], [], [], 0.2)
-                continue
-            message = pgoutput.decode(msg.payload)
-            if isinstance(message, (pgoutput.Insert, pgoutput.Update)):
-                rows += 1
-            elif isinstance(message, pgoutput.Commit):
-                cur.send_feedback(flush_lsn=msg.data_start)
-    finally:
-        conn.close()
-        servers.__exit__(None, None, None)
-    seconds, admin = time.monotonic() - began, d.connect()
-    RAW_CPU.update(reader=_own_cpu() - own, walsender=servers.seconds.get("walsender", 0.0))
+    with ServerCpu(d.postgres.pid, d.mariadb.pid) as servers:
+        began, rows, own = time.monotonic(), 0, _own_cpu()
+        conn = psycopg2.connect(host="127.0.0.1", port=d.postgres.port, user=d.postgres.user, dbname=d.db,
+                                connection_factory=LogicalReplicationConnection)
+        try:
+            cur = conn.cursor()
+            cur.start_replication(slot_name=RAW_SLOT, decode=False,
+                                  options={"proto_version": "1", "publication_names": publication_name(d.task)})
+            while cur.wal_end < end_lsn:  # a keepalive's wal_end is how far decoding got
+                msg = cur.read_message()
+                if msg is None:
+                    select.select([cur], [], [], 0.2)
+                    continue
+                message = pgoutput.decode(msg.payload)
+                if isinstance(message, (pgoutput.Insert, pgoutput.Update)):
+                    rows += 1
+                elif isinstance(message, pgoutput.Commit):
+                    cur.send_feedback(flush_lsn=msg.data_start)
+        finally:
+            conn.close()
+        seconds, own = time.monotonic() - began, _own_cpu() - own  # not the sampler's stop
+    RAW_CPU.update(reader=own, walsender=servers.seconds.get("walsender", 0.0))
+    admin = d.connect()
     drop_slot(admin, RAW_SLOT)  # waits for the walsender of the closed connection to let go of it
     admin.close()
     return rows, seconds
