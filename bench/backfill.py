@@ -4,8 +4,8 @@ attached to a long-lived Spark Connect server (`spark.remote`).
     python bench/backfill.py [--rows 70000] [--dir /tmp/cdc-bench-backfill] [--ways local,connect]
                              [--backfill-interval S]
 
-The case of issue 11: two small MySQL tables (60% and 40% of --rows, 10 splits in all), `partitions_per_run: 3`,
-into PostgreSQL. For each way: a fresh DAGSTER_HOME with the dagster.yaml README recommends, the splits registered
+The case: two small MySQL tables (60% and 40% of --rows, 10 splits in all), `partitions_per_run: 3`,
+into PostgreSQL. For each way: a fresh DAGSTER_HOME with the dagster.yaml the docs recommend, the splits registered
 (`cdc-assets plan`), `dagster-webserver` and `dagster-daemon run` started on free ports as `dagster dev` starts them
 (or, with --backfill-interval, `cdc-assets ui`, whose daemon looks at backfills every S s instead of every 30 s),
 then the backfill of every split of both tables posted as the UI does (GraphQL `launchPartitionBackfill`); it
@@ -41,7 +41,7 @@ from cdc_assets.dev.spark_connect import SparkConnectServer
 TABLES = {"t_orders": 0.6, "t_items": 0.4}
 SPLITS = 10
 SHAPE = "id INT PRIMARY KEY, a INT, b VARCHAR(64), c DECIMAL(12,2), d DATETIME(6), e DOUBLE"
-# What README recommends for many short runs: the run queue looked at every second instead of every 5 s (the
+# What docs/operations/spark-connect.md recommends for many short runs: the run queue looked at every second instead of every 5 s (the
 # backfill daemon launches a backfill's runs into the queue every 1 s, the queue's daemon dequeues them).
 DAGSTER_YAML = {
     "run_queue": {"max_concurrent_runs": 4, "dequeue_interval_seconds": 1, "dequeue_use_threads": True,

@@ -25,8 +25,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     """The `cdc-assets` program: `main`, then the process ends without the interpreter's teardown. Freeing the
-    modules of Dagster, PySpark, pandas and gRPC one by one took 1.0-1.5 s after every command on 2 cores
-    (measured after a snapshot), and nothing of ours needs it: non-daemon threads are joined and the atexit
+    modules of Dagster, PySpark, pandas and gRPC one by one costs a second or more after every command, and
+    nothing of ours needs it: non-daemon threads are joined and the atexit
     handlers run (log flushes, temp folders, the class archive's settling) as at a normal exit."""
     import atexit
     import threading

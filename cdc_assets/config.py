@@ -25,12 +25,16 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Each field's docstring is its description: docs/reference/config.md is generated from them.
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class _Endpoint(_Model):
     db_type: Literal["mysql", "postgres"]
+    """The engine: `mysql` (MySQL and MariaDB) or `postgres`."""
     url: str
+    """`mysql://user:pw@host:port` or `postgresql://user:pw@host:port/database`; `${VAR}` is read from the environment.
+    Passwords never appear in logs, errors or metadata."""
 
     @property
     def db_url(self) -> DbUrl:
@@ -54,7 +58,10 @@ class CollectionConfig(_Model):
     document as JSON with an `_id` of `id_kind`. Kinds are checked by the source (sources/mongodb/collections.py)."""
 
     fields: dict[str, str] | None = None
+    """Declared top-level fields, `{name: kind}`, one column each; `_id` among them. None: the whole document as one
+    JSON column."""
     id_kind: str | None = None
+    """For a collection taken whole: the kind of its `_id` (`objectid` when not given; `json` for mixed types)."""
 
     @model_validator(mode="after")
     def _fields_or_id_kind(self) -> "CollectionConfig":
@@ -73,12 +80,20 @@ class SourceConfig(_Endpoint):
     name (namespace = the database), keyed by `_id`."""
 
     db_type: Literal["mysql", "postgres", "mongo"]
+    """The source engine: `mysql` (MySQL and MariaDB), `postgres` or `mongo`."""
     tables: list[str] = []
+    """Captured tables, `database.table` (MySQL) or `schema.table` (PostgreSQL); a MySQL database maps to a PostgreSQL
+    schema of the same name and back."""
     collections: dict[str, CollectionConfig | None] = {}
+    """For a `mongo` source instead of `tables`: `database.collection` with its declared fields
+    (docs/connectors/mongodb.md)."""
     # For tables without a primary key: the column (unique, not null) to split and upsert on.
     split_columns: dict[str, str] = {}
+    """`{table: column}` for tables without a primary key: a NOT NULL column with a unique index."""
     # Columns left out of the snapshot and the log, e.g. of a type with no mapping: {table: [column, ...]}.
     exclude_columns: dict[str, list[str]] = {}
+    """`{table: [column, ...]}`: columns neither created on the target nor read nor applied, e.g. of a type with no
+    mapping. A key column cannot be excluded."""
 
     @field_validator("tables")
     @classmethod
@@ -134,31 +149,45 @@ class SourceConfig(_Endpoint):
 
 class ReadLimit(_Model):
     """SeaTunnel's read limits: rows (or log events) and bytes a second, each None for no limit (the default).
-    What a byte is depends on where rows are counted: README.md, "Read limits"."""
+    What a byte is depends on where rows are counted: docs/operations/read-limits.md."""
 
     rows_per_second: int | None = Field(None, ge=1)
+    """The most rows (log phase: row changes) a second; none: no limit."""
     bytes_per_second: int | None = Field(None, ge=1)
+    """The most bytes a second, counted where the rows are (docs/operations/read-limits.md); none: no limit."""
 
 
 class SnapshotConfig(_Model):
     split_size: int = Field(100_000, ge=1)
+    """Rows per split."""
     partitions_per_run: int = Field(16, ge=1)
+    """Splits per run in a Dagster backfill and in `cdc-assets snapshot`."""
     fetch_size: int = Field(10_000, ge=1)
+    """JDBC fetch size of the snapshot reads."""
     write_batch_size: int = Field(50_000, ge=1)
+    """Rows per JDBC batch of a MySQL target's staging writes."""
     split_lock_timeout_secs: float = Field(600.0, ge=0)  # how long a run waits for a split another run holds
+    """How long a run waits for a split another run is reading, before it skips (finished) or fails."""
     read_limit: ReadLimit = ReadLimit()  # the aggregate of all Spark tasks of a group of splits
-    # A PostgreSQL target's splits piped from the source's own client into the staging COPY in Python tasks (README
-    # "How a split is snapshotted"); false: every read through Spark JDBC, for executors without psycopg2/mysqlclient.
+    """The most a snapshot reads, all Spark tasks of a group of splits together (docs/operations/read-limits.md)."""
+    # A PostgreSQL target's splits piped from the source's own client into the staging COPY in Python tasks
+    # (docs/concepts/snapshot.md); false: every read through Spark JDBC, for executors without psycopg2/mysqlclient.
     pipe: bool = True
+    """A PostgreSQL target's splits from a PostgreSQL or MariaDB source piped by the source's own client in Spark's
+    Python tasks; false: every split through Spark JDBC."""
 
 
 class StartPosition(_Model):
     """An explicit start: a binlog file/offset (optionally its GTID set) or a PostgreSQL LSN."""
 
     binlog_filename: str | None = None
+    """MySQL: the binlog file to start in."""
     next_event_position: int | None = Field(None, ge=4)
+    """MySQL: the offset of an event boundary in that file."""
     gtid_set: str = ""
+    """MySQL: the GTID set executed at that position (optional)."""
     lsn: str | None = Field(None, pattern=r"^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$")
+    """PostgreSQL: the LSN to start at, e.g. `0/16B3748`."""
 
     @model_validator(mode="after")
     def _one_kind(self) -> "StartPosition":
@@ -172,25 +201,44 @@ class PipelineConfig(_Model):
     """The incremental phase: batching, checkpoints, delivery guarantee, where to start, and DDL."""
 
     checkpoint_after_events: int = Field(1000, ge=1)
+    """A batch ends (always at a transaction end) after this many row changes."""
     checkpoint_interval_secs: float = Field(10.0, gt=0)
+    """A batch ends (always at a transaction end) after this many seconds."""
     # A batch ends once the reader has nothing read ahead and this long has passed since the previous batch: a
     # followed log is committed as it comes, a backlog still fills batches (engine/incremental.py, _Lane.step).
     max_batch_delay_ms: float = Field(20.0, ge=0)
+    """A batch also ends once the reader has nothing more read ahead and this long has passed since the previous batch.
+"""
     # A batch whose target apply and commit take longer is reported with its figures (SeaTunnel's checkpoint.timeout).
     checkpoint_timeout_secs: float = Field(60.0, gt=0)
+    """A batch whose target apply and commit take longer is reported with its figures and what to tune
+    (docs/operations/checkpoint-timeout.md)."""
     # A transaction with more row changes than this is read and applied in parts of this size, inside one
     # target transaction: memory stays bounded whatever the transaction's size.
     transaction_part_events: int = Field(5000, ge=1)
+    """A transaction with more row changes is read and applied in parts of this many, inside one target transaction."""
     exactly_once: bool = False
+    """false: at-least-once, the upsert makes the final state exact. true: no row version committed twice; needs
+    `from_target` positions and a MySQL/MariaDB source (docs/concepts/exactly-once.md)."""
     startup_mode: Literal["initial", "latest", "earliest", "timestamp", "position"] = "initial"
+    """Where to start when no checkpoint exists: `initial` (snapshot, then log), `latest` (the log end now), `earliest`
+    (the oldest log position kept), `timestamp` (`start_timestamp`), `position` (`start_position`)."""
     start_timestamp: datetime | None = None  # startup_mode=timestamp; naive values are UTC
+    """With `startup_mode: timestamp` (MySQL and MongoDB): ISO 8601, UTC unless an offset is given."""
     start_position: StartPosition | None = None  # startup_mode=position
+    """With `startup_mode: position`: a binlog file/offset or an LSN."""
     schema_change_policy: Literal["halt", "apply_add_columns", "ignore"] = "halt"
+    """DDL on a captured table mid-stream: `halt` stops the run, `apply_add_columns` applies ADD COLUMN to the target,
+    `ignore` logs it and goes on."""
     # With several targets: which acknowledgements move the task's checkpoint (DeltaForge's commit policy).
     commit_policy: str = Field("all", pattern=r"^(all|required|quorum\([1-9][0-9]*\))$")
+    """With several targets, which must acknowledge: `all`, `required` (those with `required: true`), `quorum(N)`."""
     max_retries: int = Field(5, ge=0)  # an unreachable source or target, before the run fails
+    """How often an unreachable source or target is retried before the run fails."""
     retry_backoff_secs: float = Field(1.0, gt=0)  # doubled at each retry
+    """The first wait between retries, doubled at each retry."""
     read_limit: ReadLimit = ReadLimit()  # events and estimated bytes a second, paced after each batch's checkpoint
+    """The most the log phase applies, in row changes and estimated bytes a second since the sync started."""
 
     @model_validator(mode="after")
     def _start_given(self) -> "PipelineConfig":
@@ -203,24 +251,34 @@ class PipelineConfig(_Model):
 
 class SqliteResumer(_Model):
     resume_type: Literal["sqlite"] = "sqlite"
+    """Positions in a SQLite file (WAL mode: several runs may write at once)."""
     path: Path | None = None  # default: <runtime.data_dir>/positions.sqlite
+    """The SQLite file; default `<runtime.data_dir>/positions.sqlite`."""
 
 
 class TargetResumer(_Model):
     resume_type: Literal["from_target"]
+    """Positions in the target; finished markers and checkpoints commit in the same transaction as the rows."""
     table_full_name: str = "cdc_assets_meta.task_position"
+    """The position table in the target."""
 
 
 class DbResumer(_Model):
     resume_type: Literal["from_db"]
+    """Positions in a named MySQL or PostgreSQL database."""
     db_type: Literal["mysql", "postgres"]
+    """That database's engine."""
     url: str
+    """That database's URL (password masked wherever shown)."""
     table_full_name: str = "cdc_assets_meta.task_position"
+    """The position table there."""
 
 
 class LogResumer(_Model):
     resume_type: Literal["from_log"]
+    """Positions in `position.log` and `finished.log` alone."""
     log_dir: Path | None = None  # default: runtime.log_dir
+    """Where the two files are; default `runtime.log_dir`."""
 
 
 ResumerConfig = Annotated[
@@ -234,9 +292,13 @@ class TargetConfig(_Endpoint):
     blocking the others). `resumer`: where its positions live, when not where the task's `resumer` says."""
 
     db_type: Literal["mysql", "postgres", "mongo"]  # a MongoDB target: sinks/mongodb
+    """The target engine: `mysql` (MySQL and MariaDB), `postgres` or `mongo`."""
     name: str = Field("target", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,30}$")
+    """The target's name in positions, metadata and logs (`<task_id>.<name>` keys for all but the first)."""
     required: bool = True
+    """Must acknowledge under `pipeline.commit_policy: required`."""
     resumer: ResumerConfig | None = None
+    """Where this target's positions live, when not where the task's `resumer` says."""
 
 
 _POLICY = re.compile(r"^(all|required|quorum\((\d+)\))$")
@@ -244,14 +306,21 @@ _POLICY = re.compile(r"^(all|required|quorum\((\d+)\))$")
 
 class RuntimeConfig(_Model):
     data_dir: Path = Path(".cdc")
+    """Plans, the SQLite position table, the CLI's default Dagster home."""
     log_dir: Path | None = None  # default: <data_dir>/logs
+    """`position.log`, `finished.log` and `spark.log`; default `<data_dir>/logs`."""
 
 
 class SparkConfig(_Model):
     master: str = "local[*]"
+    """`local[*]`, or a standalone master `spark://host:7077` (docs/operations/spark-cluster.md)."""
     conf: dict[str, str] = {}
+    """Spark settings; `spark.remote: sc://host:port` attaches to a Spark Connect server (docs/operations/spark-
+    connect.md). `spark.jars.packages` is refused."""
     jars: list[str] = list(DEBIAN_JARS)
+    """JDBC driver jar files on the driver; default the Debian jars in /usr/share/java."""
     driver_memory: str = "2g"
+    """The driver JVM's memory."""
 
     @field_validator("conf")
     @classmethod
@@ -264,19 +333,27 @@ class SparkConfig(_Model):
         if remote is None and conf.get("spark.api.mode", "").lower() == "connect":
             # pyspark would start a Connect server inside this process: a JVM per run, what spark.remote avoids.
             raise ValueError("spark.api.mode: connect needs spark.remote: sc://host:port, the long-lived server "
-                             "runs attach to (README, \"Spark Connect\")")
+                             "runs attach to (docs/operations/spark-connect.md)")
         return conf
 
 
 class TaskConfig(_Model):
     task_id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
+    """Names the task in positions, asset keys (`<task_id>/<db>/<table>`), groups, sensors and jobs."""
     source: SourceConfig
+    """The source database and its captured tables."""
     targets: list[TargetConfig]
+    """The targets; `target:` (one) is read as a list of one (docs/operations/several-targets.md)."""
     snapshot: SnapshotConfig = SnapshotConfig()
+    """The snapshot phase."""
     resumer: ResumerConfig = SqliteResumer()
+    """Where positions live (docs/concepts/positions.md)."""
     pipeline: PipelineConfig = PipelineConfig()
+    """The incremental (log) phase."""
     runtime: RuntimeConfig = RuntimeConfig()
+    """Local folders."""
     spark: SparkConfig = SparkConfig()
+    """The Spark session of the snapshot."""
 
     @model_validator(mode="before")
     @classmethod
@@ -291,7 +368,7 @@ class TaskConfig(_Model):
     @property
     def target(self) -> TargetConfig:
         """The first target: it keeps the task's own position keys, so a task that gains targets keeps its
-        positions (engine/lanes.py)."""
+        positions (engine/runtime.py, `TaskRuntime.lanes`)."""
         return self.targets[0]
 
     @model_validator(mode="after")
@@ -381,7 +458,7 @@ def parse_config(raw: dict, base_dir: Path) -> TaskConfig:
     try:
         config = TaskConfig.model_validate(_expand(raw, ""))
     except ValidationError as exc:
-        raise ConfigError(_describe(exc), "fix the key named above; see README.md for the config reference") from None
+        raise ConfigError(_describe(exc), "fix the key named above; see docs/reference/config.md") from None
     return _resolve_paths(config, base_dir)
 
 

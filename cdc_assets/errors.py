@@ -16,7 +16,8 @@ def scrub(text: str, secret: str) -> str:
 
 
 class CdcError(Exception):
-    """Base error; `hint` tells the user the way out."""
+    """Base error; `hint` tells the user the way out. Every error below is one, and the CLI prints each as
+    `error: <message> -- <hint>`."""
 
     def __init__(self, message: str, hint: str = "") -> None:
         self.message = message
@@ -25,40 +26,50 @@ class CdcError(Exception):
 
 
 class ConfigError(CdcError):
-    """The YAML config is invalid: names the key and what is expected."""
+    """The YAML config is invalid: names the key and what is expected, never the value (it may hold a password).
+    Way out: fix the key named; every key is in docs/reference/config.md."""
 
 
 class UnreachableError(CdcError):
-    """A database did not answer; transient, worth retrying."""
+    """A database did not answer; transient, retried with backoff (`pipeline.max_retries`) before the run fails
+    with the masked URL. Way out: check that the server runs, the host, port, user and network."""
 
 
 class LoginError(CdcError):
     """A server (or the TLS layer) refused our login: wrong user or password, no way to send the password, a
-    certificate that does not check out. Not transient: retrying cannot help."""
+    certificate that does not check out. Not transient: retrying cannot help. The message says which connection
+    was refused. Way out: fix the user, password or TLS settings in the URL (docs/connectors/mysql8.md, "Logins")."""
 
 
 class SourceSetupError(CdcError):
-    """The source cannot be captured as configured (log settings, privileges)."""
+    """The source cannot be captured as configured (log settings, privileges), found at plan time. Way out: change
+    the server setting named (docs/connectors/mysql.md, docs/connectors/postgres.md, docs/connectors/mongodb.md)."""
 
 
 class TableError(CdcError):
-    """A configured table is missing or cannot be split."""
+    """A configured table is missing, cannot be split, or does not fit the target (a missing column, a type the
+    target lacks). Way out: the hint names the table and the statement or config key that fixes it."""
 
 
 class PlanError(CdcError):
-    """The frozen split plan and the request disagree."""
+    """The frozen split plan and the request disagree (no plan yet, a split of another plan, no checkpoint to
+    reset). Way out: `cdc-assets plan` and `snapshot` first, or `plan --replan` (docs/concepts/snapshot.md)."""
 
 
 class PositionLost(CdcError):
-    """The log position to resume from no longer exists (purged binlog, dropped slot)."""
+    """The log position to resume from no longer exists (purged binlog, dropped or invalidated slot, an expired
+    resume token). Way out: re-plan and re-snapshot with `cdc-assets plan --replan`; keep the log longer than
+    the task may stop (docs/operations/headroom.md)."""
 
 
 class UnmappedType(TableError):
-    """A captured column's type has no mapping to the target."""
+    """A captured column's type has no mapping to the target, found at plan time. Way out: leave the column out
+    with `source.exclude_columns` (docs/connectors/index.md, "Types with no mapping")."""
 
 
 class NulInText(TableError):
-    """A MySQL text value holds NUL (0x00), which PostgreSQL text cannot store (README "Type mapping")."""
+    """A MySQL text value holds NUL (0x00), which PostgreSQL text cannot store (docs/connectors/mysql.md, "Type
+    mapping"). Way out: remove the character on the source, or leave the column out with `source.exclude_columns`."""
 
     def __init__(self, table: object, key: tuple, column: str) -> None:
         super().__init__(
@@ -68,7 +79,8 @@ class NulInText(TableError):
 
 
 class PositionsIncomparable(PositionLost):
-    """Two binlog positions of different servers (a failover) that their GTID sets cannot order."""
+    """Two binlog positions of different servers (a failover) that their GTID sets cannot order. Way out: GTIDs on
+    before a failover, or `cdc-assets plan --replan` (docs/connectors/mysql.md, "Positions, GTIDs and failover")."""
 
     def __init__(self, a: object, b: object, why: str, subject: str = "") -> None:
         self.a, self.b, self.why = a, b, why

@@ -18,11 +18,14 @@ from cdc_assets.errors import REPLAN_HINT, CdcError
 
 
 class MoveIncomplete(CdcError):
-    """A moved row's unchanged columns are neither in the log nor in the target."""
+    """A moved row's unchanged columns are neither in the log nor in the target (a PostgreSQL key change with an
+    unchanged TOAST value). Way out: `REPLICA IDENTITY FULL` on the source table, then `cdc-assets plan --replan`
+    (docs/connectors/postgres.md)."""
 
 
 class ShortInsert(CdcError):
-    """An inserted row lacks columns of the table's recorded schema."""
+    """An inserted row lacks columns of the table's recorded schema: the source table lost them. Way out: restore
+    the columns on the source, or `cdc-assets plan --replan`."""
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ class Kind(str, Enum):
     UUID = "uuid"
     ARRAY = "array"
     GEOMETRY = "geometry"  # MySQL spatial types, read as MySQL's own form: a 4-byte SRID, then WKB
-    OTHER = "other"  # a type the source names whose text form travels exactly (README "Type mapping")
+    OTHER = "other"  # a type the source names whose text form travels exactly (docs/connectors/index.md)
     UNKNOWN = "unknown"  # no mapping: refused at plan time unless the column is excluded
 
 

@@ -27,6 +27,6 @@ def build_definitions(config: TaskConfig, config_path: str) -> dg.Definitions:
         sensors=[split_planner_sensor(config, config_path), incremental_sensor(config, config_path, job)],
         resources={"cdc_task": CdcTask(config_path=config_path), "pyspark": task_spark(config)},
         # A run's steps (a table's splits, its checks) in the run's process: the default starts a process per step,
-        # each importing Dagster, PySpark and this package again (bench/backfill.py: 40 s -> 11 s a run).
+        # each importing Dagster, PySpark and this package again (docs/benchmarks/backfill.md).
         executor=dg.in_process_executor,
     )

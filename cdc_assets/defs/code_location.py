@@ -34,7 +34,7 @@ TASK_FILE_SUFFIXES = (".yaml", ".yml")
 HOW_TO = (f"Set {CONFIG_ENV} to a task file (YAML) or to a folder of task files (*.yaml, *.yml; one task each, "
           f"each its own asset group, sensors and jobs), or put {DEFAULT_FILE} in the folder dagster runs in, then "
           "reload the code location. A task file: task_id, source {db_type, url, tables}, target {db_type, url}; "
-          "see README.md, 'Using it'.")
+          "see docs/getting-started/first-task.md.")
 
 
 @dataclass(frozen=True)

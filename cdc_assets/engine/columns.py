@@ -24,7 +24,7 @@ def carried(schema: TableSchema, excluded: list[str]) -> TableSchema:
         if column.kind == Kind.UNKNOWN:
             raise UnmappedType(
                 f"column '{column.name}' of {schema.table} has type {column.native}, which has no mapping to the "
-                "target (README \"Type mapping\")",
+                "target (docs/connectors/index.md, \"Types with no mapping\")",
                 f"leave it out with source.exclude_columns: {{{schema.table}: [{column.name}]}}, or drop the table "
                 "from source.tables")
     return replace(schema, columns=kept, excluded=tuple(excluded))

@@ -40,7 +40,7 @@ class EarlySpark:
             checks_login = runtime.snapshot_reads_jdbc
             if not checks_login:
                 # This warm-up only starts the Python workers: the first run starts meanwhile (its Dagster start
-                # overlaps the workers', 0.3-0.4 s on 2 cores), and its first job waits for them in Spark. Nothing
+                # overlaps the workers'), and its first job waits for them in Spark. Nothing
                 # but a broken worker fails it, which that job then meets and tells.
                 self._up.set()
             warm_up_source(session, runtime.source, checks_login)

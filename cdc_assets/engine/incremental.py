@@ -204,7 +204,7 @@ class _Session:
             report.start = str(self.start)
             report.start_reason = "the earliest checkpoint of " + ", ".join(
                 f"{lane.rt.name} ({lane.report.start_reason})" for lane in self.lanes)
-        limit = rt.config.pipeline.read_limit  # paced after each checkpoint, since this session started
+        limit = rt.config.pipeline.read_limit  # paced after each checkpoint, since this sync started
         self.pacer = ChangePacer(limit.rows_per_second, limit.bytes_per_second, stop.wait)
         self._hand_pacer()
         # Values the sinks would only print again stay the source's text: one sink needing Python values decides.

@@ -1,15 +1,13 @@
-"""The Python interpreter's settings while the log is applied (1,000,000 changes PostgreSQL->PostgreSQL measured
-on 2 CPUs, see README "Benchmarks").
+"""The Python interpreter's settings while the log is applied (their effect is measured on
+docs/benchmarks/incremental.md).
 
 - Cyclic garbage collector: a catch-up allocates some fifteen objects per change (images, keys, events, COPY
   texts), nearly all freed by reference counting alone, while the read-ahead queue keeps tens of thousands of
-  them alive: at the default threshold (700 allocations) the collector ran every few changes and kept scanning
-  what the queue holds, for nothing (17.2 s -> 15.4 s). Cycles are still collected, every `YOUNG_OBJECTS`
-  allocations.
+  them alive: at the default threshold (700 allocations) the collector runs every few changes and keeps scanning
+  what the queue holds, for nothing. Cycles are still collected, every `YOUNG_OBJECTS` allocations.
 - GIL switch interval: the reader thread decodes while the applying thread waits for the target; each time the
   target answers, the applying thread waits for the reader to give the GIL up, up to the switch interval (5 ms
-  by default), and a batch takes several round trips. At `SWITCH_SECONDS` the target waits for Python far less
-  (14.5 s -> 10.7-11.2 s)."""
+  by default), and a batch takes several round trips. At `SWITCH_SECONDS` the target waits for Python far less."""
 from __future__ import annotations
 
 import gc

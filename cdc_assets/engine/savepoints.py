@@ -13,7 +13,7 @@ intent with the checkpoint to write (`savepoint_rollbacks`); the position store 
 the intent cleared after that. A crash in between is redone by `recover`, which every sync and savepoint command
 runs first under the task's lease, so nothing reads the old checkpoint against the rolled-back target.
 
-The *task lease* (a session advisory lock in the target) keeps syncs and savepoint commands of one task apart: a
+The *task lease* (an flock on a file in the task's data_dir: engine/task_lock.py) keeps syncs and savepoint commands of one task apart: a
 savepoint taken while a batch commits, or a rollback under a running sync, would tag or restore a state no
 checkpoint describes.
 """
@@ -44,7 +44,8 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
 class SavepointError(CdcError):
-    """A savepoint that cannot be created, rolled back to or deleted; the message says why."""
+    """A savepoint that cannot be created, rolled back to or deleted; the message says why (an unknown name, a plan
+    or schema changed since, the log no longer reaching it). Way out: the hint (docs/operations/savepoints.md)."""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,10 @@ from cdc_assets.errors import REPLAN_HINT, CdcError
 
 
 class SchemaChangeHalted(CdcError):
+    """DDL on a captured table met in the log that `pipeline.schema_change_policy` does not follow, with the
+    statement and its position. Way out: apply the change to the target and let one run pass it with
+    `schema_change_policy: ignore`, or re-plan (docs/concepts/log-phase.md, "Schema changes")."""
+
     def __init__(self, change: SchemaChange, policy: str) -> None:
         super().__init__(
             f"DDL on captured table {change.table} at {change.position} stops the incremental phase "

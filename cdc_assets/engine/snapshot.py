@@ -249,7 +249,8 @@ def _failed_target(rt: TaskRuntime, staged: _Staged, splits: list[Split], marks:
 
 
 class SplitFailed(CdcError):
-    """Reading or staging a group of splits failed inside Spark; the message is the root cause in one line."""
+    """Reading or staging a group of splits failed inside Spark, or a split is not finished for the commit policy;
+    the message is the root cause in one line. Way out: fix the cause named, then materialize the split again."""
 
 
 def _failed(rt: TaskRuntime, splits: list[Split], marks: list[SplitWatermarks], reads: dict[str, int],

@@ -27,7 +27,8 @@ _held: "weakref.WeakKeyDictionary[object, list[int]]" = weakref.WeakKeyDictionar
 
 
 class TaskBusy(CdcError):
-    """Another process (or runtime) holds the task's lease."""
+    """Another process (or runtime) holds the task's lease, named in the message. Way out: stop it first (a
+    `cdc-assets sync`: SIGTERM; a Dagster run: terminate it), then try again (docs/operations/task-lease.md)."""
 
 
 @contextmanager

@@ -55,8 +55,7 @@ class SqlSink:
     # next-key locks past the range's end, which a neighbouring group's INSERT would wait on (or deadlock).
     concurrent_commits = 1
     # Two splits per slot in a group (one Spark job): a core whose split ended early takes the group's next one
-    # instead of idling until its slowest split ends. 3M rows MySQL->PostgreSQL on 2 cores, in process: 9.6 s with
-    # 14% of the cores idle at one split per slot, 8.3 s with 8% idle at two; PostgreSQL->PostgreSQL even.
+    # instead of idling until its slowest split ends (docs/benchmarks/snapshot.md, "Two splits per task slot").
     splits_per_slot = 2
 
     def __init__(self, url: DbUrl, source_db_type: str, write_batch_size: int = 50_000) -> None:

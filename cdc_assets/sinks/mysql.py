@@ -231,7 +231,7 @@ def kind_to_mysql(column: Column) -> str:
     if kind == Kind.INT:
         return _INTS[column.bits or 64]
     if kind == Kind.DECIMAL:
-        # MySQL caps DECIMAL at (65,30); unconstrained PostgreSQL numeric gets the widest it has (README: lossy).
+        # MySQL caps DECIMAL at (65,30); unconstrained PostgreSQL numeric gets the widest it has (docs/connectors/postgres.md, "Type mapping": lossy).
         if column.precision is None or column.precision > 65 or (column.scale or 0) > 30:
             return "decimal(65,30)"
         return f"decimal({column.precision},{column.scale})"

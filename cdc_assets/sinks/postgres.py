@@ -25,7 +25,7 @@ _FROM_MYSQL = {
     Kind.UINT64: "numeric(20,0)", Kind.FLOAT32: "real", Kind.FLOAT64: "double precision", Kind.BINARY: "bytea",
     Kind.DATE: "date", Kind.YEAR: "smallint", Kind.JSON: "jsonb", Kind.ENUM: "text", Kind.SET: "text",
     Kind.UUID: "uuid", Kind.INTERVAL: "interval", Kind.OTHER: "text", Kind.BOOL: "boolean",
-    Kind.GEOMETRY: "bytea",  # WKB without the SRID, when the target has no PostGIS (README "Type mapping")
+    Kind.GEOMETRY: "bytea",  # WKB without the SRID, when the target has no PostGIS (docs/connectors/mysql.md, "Type mapping")
     # MySQL TIME spans -838:59:59..838:59:59; PostgreSQL's time cannot, interval holds every value.
     Kind.TIME: "interval",
 }
@@ -365,7 +365,7 @@ def _by_columns(partial: dict[tuple, dict], key: tuple[str, ...], param: Callabl
 
 
 def _refuse_nul(schema: TableSchema, changes: TableChanges) -> None:
-    """MySQL text may hold NUL (0x00), PostgreSQL text cannot: stop naming the row (README "Type mapping")."""
+    """MySQL text may hold NUL (0x00), PostgreSQL text cannot: stop naming the row (docs/connectors/mysql.md, "Type mapping")."""
     for key, row in (*changes.rows.items(), *changes.partial.items()):
         for name, value in row.items():
             if isinstance(value, str) and "\0" in value:

@@ -18,7 +18,8 @@ POLL_SECS = 0.5
 
 
 class SplitBusy(CdcError):
-    """Another run holds the split's lease for longer than the wait allows."""
+    """Another run holds the split's lease for longer than `snapshot.split_lock_timeout_secs`. Way out: wait for
+    that run or cancel it, then materialize the split again (docs/concepts/snapshot.md)."""
 
 
 def _key(task_id: str, split_id: str) -> bytes:

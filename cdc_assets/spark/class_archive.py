@@ -1,6 +1,5 @@
 """Spark's classes from a class archive (the JDK's dynamic class data sharing, JEP 350): a driver JVM that maps the
-classes an earlier driver loaded starts in about half the time (bench/snapshot.py: session and first job 8.7 s ->
-3.8 s on 2 cores, with the C1-only JIT of session.py).
+classes an earlier driver loaded starts in about half the time, with the C1-only JIT of session.py (docs/architecture/spark-driver.md).
 
 The first driver on a machine (per JDK, pyspark and jar list) writes the archive when its JVM exits; later
 drivers map it. A JVM whose archive does not match (another JDK, a changed class path) says so and starts without

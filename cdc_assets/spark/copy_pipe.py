@@ -3,8 +3,7 @@ source's rows as COPY text (or binary) piped into the target's `COPY ... FROM ST
 
 A PostgreSQL source runs `COPY (SELECT ...) TO STDOUT`; a MySQL one a `SELECT` of one COPY line per row (the JDBC
 path's line, core/boundary.CopyOutExport), read by the C client (mysqlclient's `_mysql`, which hands a batch of
-rows as bytes: a 300,000-row split of the bench table took 0.14 s of CPU, fetch and COPY together, where the JVM's
-JDBC read and Arrow conversion took 2.5-3 s per 1M rows). Either way the bytes pass through untouched: a thread
+rows as bytes, at a fraction of the CPU the JVM's JDBC read and Arrow conversion take: docs/benchmarks/snapshot.md). Either way the bytes pass through untouched: a thread
 reads the source into chunks of about CHUNK_BYTES, a bounded queue hands them to the target's COPY (the read waits
 when the write is behind). psycopg2 hands each source row to `write()` as one bytes object (binary: the trailer
 too); nothing else is built per row. The rows copied are the target's count. Imports psycopg2, MySQLdb and

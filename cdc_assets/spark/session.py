@@ -26,7 +26,7 @@ _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 JVM_STDERR_ENV = "CDC_ASSETS_SPARK_STDERR"  # a file for the JVM's stderr (the CLI without --verbose)
 JVM_OPTIONS = f"-Duser.timezone=UTC -Dlog4j2.configurationFile={_LOG_CONFIG}"
 # The driver's JIT stops at C1: a snapshot's driver lives seconds to minutes, and C2's compiling took more CPU than
-# its code saved (bench/snapshot.py, 1M rows on 2 cores: the JVM's CPU 5.8 -> 4.5 s, start-up 8.7 -> 7.6 s).
+# its code saved (docs/architecture/spark-driver.md).
 _DRIVER_OPTIONS = f"{JVM_OPTIONS} -XX:TieredStopAtLevel=1"
 _DAEMON = "spark.python.daemon.module"
 
@@ -66,7 +66,7 @@ def start_session(settings: dict[str, str]) -> tuple[SparkSession, bool]:
             f"spark.jars lists files that do not exist: {missing}",
             "install libmariadb-java and libpostgresql-jdbc-java (scripts/install-deps.sh) or fix spark.jars")
     # Workers must run this interpreter (the one with pyarrow), not whatever python3 is first on PATH. On a cluster
-    # the executors start this same path: each host needs it (README, "Running on a Spark cluster").
+    # the executors start this same path: each host needs it (docs/operations/spark-cluster.md).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if is_local(settings.get("spark.master", "local[*]")):
         # Local mode talks to itself over loopback. A cluster's executors must reach the driver: its address is
@@ -96,7 +96,7 @@ def attach_session(settings: dict[str, str]) -> tuple[SparkSession, bool]:
     """A Spark Connect session on the long-lived server `spark.remote` names: no JVM in this process.
 
     Only SQL settings apply per session (UTC, CHAR as read); the server's own (its master, the JDBC jars, JVM
-    options) are its command line's (README, "Spark Connect"). Each new session gets our package as an artifact,
+    options) are its command line's (docs/operations/spark-connect.md). Each new session gets our package as an artifact,
     which the server puts on the session's Python workers' `sys.path`.
 
     The runs of one task share one server session (`shared_session_id`): a server starts Python workers per
@@ -201,8 +201,7 @@ def _jvm_stderr(path: str | None):
 
 def stop_session(session) -> None:
     """`session.stop()`, without waiting for PySpark's accumulator server to notice. Its handler polls for the stop
-    once a second, and `SparkContext.stop` waited for it: 0.92 s of the 0.98 s a stop took after a snapshot, doing
-    nothing. The server is told to stop and ends on a thread of its own within the second; a process that exits
+    once a second, and `SparkContext.stop` waited for it, doing nothing, for most of the time a stop took. The server is told to stop and ends on a thread of its own within the second; a process that exits
     meanwhile loses nothing (it sums accumulators, we use none, and no task runs once the JVM's context stopped)."""
     _stop(session.stop, getattr(session, "_sc", None))  # a Connect session has no context, nor this server
 
@@ -230,7 +229,7 @@ def build_session(config: SparkConfig, app_name: str = "cdc_assets") -> tuple[Sp
 def warm_up(session: SparkSession, endpoint: JdbcEndpoint) -> None:
     """Pay Spark's first-job costs (class loading, codegen, Python worker start) at start-up.
 
-    Measured: the first 1M-row batch of a fresh session took ~5 s longer than the next; a one-row
+    The first large batch of a fresh session takes seconds longer than the next; a one-row
     JDBC read through a Python worker first moves that cost out of the first split's read. It is also the first
     login of the Spark JDBC connection: a refusal is told as such (LoginError), naming that connection."""
     try:

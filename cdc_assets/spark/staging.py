@@ -165,9 +165,8 @@ def per_task(spark: SparkSession, n: int, task) -> list[int]:
     """`task(i)` for i in range(n), one Spark task each (partition i runs i), its results in that order.
 
     A classic session runs an RDD job: no rows pass through it, so Spark SQL's planner and code generator have
-    nothing to do, and a session that runs no other query never pays their start. Its first SQL job took 1.2 s of
-    a fresh driver on 2 cores (classes loaded, whole-stage code compiled) and a first Arrow job 0.6 s more; a first
-    RDD job 0.35 s. Spark Connect has no RDDs: there, a range of n partitions through mapInArrow."""
+    nothing to do, and a session that runs no other query never pays their start (a fresh driver's first SQL job loads classes and
+    compiles whole-stage code; docs/architecture/spark-driver.md). Spark Connect has no RDDs: there, a range of n partitions through mapInArrow."""
     if not is_remote(spark):
         return spark.sparkContext.parallelize(range(n), n).map(task).collect()
 

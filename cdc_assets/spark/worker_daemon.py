@@ -3,9 +3,7 @@ from its installed copy instead of from `$SPARK_HOME/python/lib/pyspark.zip`.
 
 The JVM puts that zip and py4j's first on the daemon's path. For a pip-installed PySpark, SPARK_HOME is the
 installed package itself and the zip a copy of it without bytecode: the daemon compiled PySpark's sources at every
-start, and each worker it forked compiled the modules it imports next (measured on 2 cores: the daemon's
-`import pyspark` 0.55 s against 0.08 s; a session's first Python job 0.9-1.0 s against 0.3 s, its first Arrow job
-1.1 s against 0.5 s). Behind the installed copy, the same files load from their cached bytecode. Any other layout
+start, and each worker it forked compiled the modules it imports next (docs/architecture/spark-driver.md). Behind the installed copy, the same files load from their cached bytecode. Any other layout
 (a Spark distribution's SPARK_HOME, whose zip is not the installed package) keeps the path the JVM gave.
 
 Imports nothing before the path is settled: `cdc_assets` and `cdc_assets.spark` are empty packages.

@@ -94,7 +94,7 @@ def test_exclude_columns_must_name_configured_tables_and_their_columns(tmp_path,
 
 @pytest.mark.parametrize("path", ["snapshot", "log"])
 def test_a_nul_in_mysql_text_stops_a_postgres_target_naming_the_row(tmp_path, servers, spark, unique_name, path):
-    """README "Type mapping": PostgreSQL text cannot hold NUL (0x00). The snapshot and the log stop naming the row's
+    """docs/connectors/mysql.md, "Type mapping": PostgreSQL text cannot hold NUL (0x00). The snapshot and the log stop naming the row's
     key and the column, rather than dying in a Spark worker on the encoding error or dropping the character."""
     table, target_db = f"{unique_name}.t", f"{unique_name}_tgt"
     nul_row = "INSERT INTO t VALUES (7, 'fine', CONCAT('a', CHAR(0 USING utf8mb4), 'b'))"
@@ -137,7 +137,7 @@ def test_an_extension_type_the_postgres_target_lacks_stops_the_plan(tmp_path, se
 
 
 def test_mysql_spatial_values_land_in_postgis_with_their_srid(tmp_path, servers, spark, unique_name):
-    """README "Type mapping": a target with PostGIS gets `geometry` columns, each value keeping its SRID, through
+    """docs/connectors/mysql.md, "Type mapping": a target with PostGIS gets `geometry` columns, each value keeping its SRID, through
     the snapshot and the log (the binlog's MySQL form: a 4-byte SRID, then WKB)."""
     table, target_db = f"{unique_name}.t", f"{unique_name}_tgt"
     seed_rows = ["CREATE TABLE t (id INT PRIMARY KEY, g GEOMETRY, p POINT)",
@@ -207,7 +207,7 @@ def test_postgis_columns_keep_their_type_and_values_postgres_to_postgres(tmp_pat
 
 
 def test_postgis_columns_land_in_mysql_as_their_hex_ewkb(tmp_path, servers, spark, unique_name):
-    """README "Type mapping": a MySQL target holds PostGIS values as PostGIS's text, hex EWKB (the SRID inside)."""
+    """docs/connectors/postgres.md, "Type mapping": a MySQL target holds PostGIS values as PostGIS's text, hex EWKB (the SRID inside)."""
     seed_rows = ["CREATE SCHEMA app", "CREATE EXTENSION postgis",
                  "CREATE TABLE app.t (id INT PRIMARY KEY, g geometry(Point,4326), gg geography)",
                  "INSERT INTO app.t VALUES (1, 'SRID=4326;POINT(1 2)', 'POINT(3 4)'), (2, NULL, NULL)"]

@@ -167,7 +167,7 @@ def lenient_target(mariadb_target):
 @pytest.mark.parametrize("path", ["snapshot", "log"])
 def test_a_value_a_lenient_mysql_target_cannot_hold_stops_the_task(tmp_path, servers, spark, mariadb_target,
                                                                     lenient_target, unique_name, path):
-    """An unconstrained NUMERIC lands as DECIMAL(65,30) (README "Type mapping"): 1e40 does not fit. The target
+    """An unconstrained NUMERIC lands as DECIMAL(65,30) (docs/connectors/postgres.md, "Type mapping"): 1e40 does not fit. The target
     refuses it whatever its sql_mode, naming the column, rather than storing 99999...9.999...9."""
     ns = unique_name
     big = f"INSERT INTO {ns}.wide VALUES (2, 1e40)"

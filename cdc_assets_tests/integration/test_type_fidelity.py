@@ -1,6 +1,6 @@
 """Type fidelity matrix, in all four directions: after a snapshot every value reads back equal on the target,
 and the same values written again through the log (an INSERT and an UPDATE of every column) render on the target
-as exactly the text the snapshot's copy renders. Where no lossless mapping exists the README documents it and
+as exactly the text the snapshot's copy renders. Where no lossless mapping exists docs/connectors/ documents it and
 the column sets below name the conversion this test applies before comparing (and nothing else is converted)."""
 import datetime as dt
 import json
@@ -88,7 +88,7 @@ PG_ROWS = [
     " '92233720368547758.07', '2001:db8::1/64', '192.168.0.0/16', 'ff:ff:ff:ff:ff:ff', 'ff:ff:ff:ff:ff:ff:ff:ff',"
     " 'a:1A b:2B', '<r/>', '\"x\"=>\"1\"', '[-5,5]', '[0,)', '(,)', '[2000-02-29,2000-03-01)', 1, NULL, 'zzzzz')",
 ]
-# Values no MySQL column holds (README "Type mapping"): PostgreSQL -> PostgreSQL only.
+# Values no MySQL column holds (docs/connectors/postgres.md, "Type mapping"): PostgreSQL -> PostgreSQL only.
 PG_ONLY_ROWS = [
     "(5, NULL, NULL, NULL, 'NaN', 'NaN', 'NaN', 'Infinity', NULL, NULL, NULL, NULL, 'infinity', '-infinity',"
     " 'infinity', '24:00:00', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
@@ -97,7 +97,7 @@ PG_ONLY_ROWS = [
     " '-infinity', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL" + ", NULL" * 15 + ")",
 ]
 
-# Conversions for the cross-engine directions, each a documented mapping (README "Type mapping").
+# Conversions for the cross-engine directions, each a documented mapping (docs/connectors/, "Type mapping").
 BIT_COLUMNS = {"bt"}
 # MySQL's text protocol prints FLOAT with 6 digits; read it as DOUBLE and compare single-precision values.
 FLOAT32_COLUMNS = {"f", "r", "fu"}
@@ -193,7 +193,7 @@ def target_conn(servers, target_kind, target_db, mysql_server):
         servers.postgres.create_database(target_db)
         conn = servers.postgres.connect(target_db)
         with conn.cursor() as cur:
-            cur.execute("CREATE EXTENSION hstore")  # README: extension types need the extension on the target
+            cur.execute("CREATE EXTENSION hstore")  # docs/connectors/postgres.md: extension types need the extension on the target
         return conn
     return mysql_server.connect()
 
@@ -297,7 +297,7 @@ def test_values_survive_the_snapshot_and_the_log(tmp_path, servers, mariadb_targ
 
 @pytest.mark.parametrize("path", ["snapshot", "log"])
 def test_an_infinite_timestamp_stops_a_mysql_target(tmp_path, servers, spark, unique_name, path):
-    """README "Type mapping": MySQL has no infinite DATETIME. The snapshot and the log both stop on it with the
+    """docs/connectors/postgres.md, "Type mapping": MySQL has no infinite DATETIME. The snapshot and the log both stop on it with the
     server's error naming the column, rather than writing NULL or 9999-12-31."""
     seed = ["CREATE SCHEMA app", "CREATE TABLE app.inf_t (id INT PRIMARY KEY, tstz TIMESTAMPTZ(6))",
             "INSERT INTO app.inf_t VALUES (1, '2024-01-01 00:00:00+00')"]
@@ -324,7 +324,7 @@ def test_an_infinite_timestamp_stops_a_mysql_target(tmp_path, servers, spark, un
 
 
 def kind_to_mysql_expected(src_conn, rows):
-    """README "Type mapping": PostgreSQL INTERVAL lands as PostgreSQL's own text; MySQL returns CHAR(n)
+    """docs/connectors/postgres.md, "Type mapping": PostgreSQL INTERVAL lands as PostgreSQL's own text; MySQL returns CHAR(n)
     without the trailing pad spaces PostgreSQL returns (both treat them as insignificant)."""
     with src_conn.cursor() as cur:
         cur.execute("SELECT iv::text FROM app.types_t ORDER BY id")

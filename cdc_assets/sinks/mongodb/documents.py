@@ -40,7 +40,8 @@ _TEXT_KINDS = (Kind.STRING, Kind.ENUM, Kind.SET, Kind.OTHER, Kind.INTERVAL, Kind
 
 
 class DocumentValueError(TableError):
-    """A SQL value that has no exact BSON form."""
+    """A SQL value that has no exact BSON form, named with its row and column. Way out: `source.exclude_columns`,
+    or change the value on the source (docs/connectors/mongodb-target.md)."""
 
 
 class _Refused(ValueError):

@@ -24,7 +24,9 @@ def transactions_in(hello: dict) -> bool:
 
 
 class NoTransactions(CdcError):
-    """A standalone MongoDB server: nothing can commit together."""
+    """A standalone MongoDB server: nothing can commit a batch and its position together. Way out: a replica set
+    (`mongod --replSet rs0`, then `rs.initiate()`), or positions outside the target without exactly-once
+    (docs/connectors/mongodb-target.md)."""
 
 
 def require_transactions(client: MongoClient, url: DbUrl, what: str) -> None:

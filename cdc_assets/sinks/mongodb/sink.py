@@ -34,7 +34,7 @@ from cdc_assets.sinks.mongodb.staging import task_write
 COPY_BATCH = 1000  # staged documents per insert_many inside the commit transaction
 ID_BATCH = 10_000  # `_id`s per $in
 
-# The BSON type each logical kind becomes (README "MongoDB as a target"); `documents.py` does the converting.
+# The BSON type each logical kind becomes (docs/connectors/mongodb-target.md); `documents.py` does the converting.
 BSON_TYPES = {
     Kind.INT: "int/long", Kind.YEAR: "int", Kind.UINT64: "decimal", Kind.DECIMAL: "decimal",
     Kind.FLOAT32: "double", Kind.FLOAT64: "double", Kind.BOOL: "bool", Kind.STRING: "string", Kind.ENUM: "string",
@@ -80,7 +80,7 @@ class MongoSink:
     db_type = "mongo"
     dialect = "mongo"
     concurrent_commits = 1  # one session's transactions
-    splits_per_slot = 1  # a group is one transaction, which MongoDB aborts after 60 s (README)
+    splits_per_slot = 1  # a group is one transaction, which MongoDB aborts after 60 s (docs/connectors/mongodb-target.md)
 
     def __init__(self, url: DbUrl, source_db_type: str, write_batch_size: int | None = None) -> None:
         # write_batch_size is the JDBC writer's; the staging TaskWrite batches by documents (staging.py)

@@ -49,7 +49,8 @@ _REPLAN = "re-plan and re-snapshot the task: cdc-assets plan --replan"
 
 
 class ChangeNotApplicable(CdcError):
-    """An update event that cannot be turned into a row change without guessing."""
+    """A change stream event that cannot be turned into a row change without guessing (an unknown event, an
+    update without its full document). Way out: the hint (docs/connectors/mongodb.md)."""
 
 
 @dataclass(frozen=True)

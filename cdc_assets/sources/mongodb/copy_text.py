@@ -32,7 +32,8 @@ _JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")  # \u0000 not itself escaped
 
 
 class NotRenderable(TableError):
-    """A value the COPY line cannot carry exactly."""
+    """A document value the COPY line cannot carry exactly. Way out: declare the field `json`, or leave it out with
+    `source.exclude_columns` (docs/connectors/mongodb.md)."""
 
 
 def line(split_index: int, row: dict, columns: tuple[Column, ...], table: TableId, key: object) -> str:

@@ -32,7 +32,9 @@ _EXACT_FLOAT_INT = 2**53  # doubles hold every integer up to here, and not all b
 
 
 class BsonValueError(TableError):
-    """A BSON value that the column declared for its field cannot hold exactly."""
+    """A BSON value that the column declared for its field cannot hold exactly, named with the document's `_id`.
+    Way out: declare the field `json`, leave it out with `source.exclude_columns`, or fix the document
+    (docs/connectors/mongodb.md, "BSON -> SQL mapping")."""
 
 
 class _Refused(ValueError):

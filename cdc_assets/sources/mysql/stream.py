@@ -55,7 +55,7 @@ def open_stream(url: DbUrl, server_id: int, start: MysqlPosition | StreamStart, 
                 tables: Collection[TableId], blocking: bool = False, mariadb: bool = False) -> BinLogStreamReader:
     """A non-blocking stream ends once caught up; a blocking one waits for more, and hands control back at
     each heartbeat so that the reader can yield Idle and notice close(). Waiting on heartbeats beats
-    reopening a non-blocking stream in a loop: each open costs two connections (~0.16 s of CPU, most of it
+    reopening a non-blocking stream in a loop: each open costs two connections (most of their CPU
     the TLS context PyMySQL builds per connection).
 
     By file/offset the library must be told MySQL even on MariaDB (it ignores the file otherwise); by GTID

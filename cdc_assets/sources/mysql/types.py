@@ -73,7 +73,7 @@ def select_expr(column: Column, quoted: str) -> tuple[str, bool]:
 # PostgreSQL COPY text format: fields split by TAB, NULL is \N, and backslash, TAB, LF, CR are escaped.
 _ESCAPED = r"REPLACE(REPLACE(REPLACE(REPLACE({x}, '\\', '\\\\'), '\t', '\\t'), '\n', '\\n'), '\r', '\\r')"
 # On MariaDB only a value holding one of them goes through the four REPLACEs: the test is one scan where the
-# REPLACEs are four (1M values of the bench's text column: 0.22 s of the server's time against 0.45 s). Not on
+# REPLACEs are four (docs/benchmarks/snapshot.md). Not on
 # MySQL 8, whose ICU regular expressions stop at regexp_time_limit: a long text would fail its split.
 _ESCAPED_IF_NEEDED = r"IF({x} REGEXP '[\\\\\t\n\r]', " + _ESCAPED + ", {x})"
 
@@ -99,13 +99,11 @@ def copy_field(column: Column, quoted: str, declared: str, mariadb: bool = False
         return rf"CONCAT('\\\\x', HEX(ST_AsBinary({quoted})))"  # WKB, without MySQL's SRID prefix
     if kind in (Kind.DATE, Kind.DATETIME, Kind.TIMESTAMP, Kind.TIME):
         # MariaDB's CONCAT_WS renders a temporal value as CAST AS CHAR does, byte for byte (zero dates, negative
-        # and fractional TIMEs included), without the cast's conversion copy: the bench's 3M-row export, one
-        # DATETIME(6) column, 3.6 s of the server's time against 3.2 s.
+        # and fractional TIMEs included), without the cast's conversion copy (docs/benchmarks/snapshot.md).
         return quoted if mariadb else f"CAST({quoted} AS CHAR)"
     # Mixed column charsets cannot meet in one CONCAT_WS: everything text becomes utf8mb4 first. On MariaDB a column
     # already in utf8mb4 keeps its bytes, labelled with one collation so that columns of different ones meet:
-    # CONVERT copied each value (the split statements of the bench's 3M rows, 2 at a time: 4.0 s of the server's
-    # time against 4.5 s).
+    # CONVERT copied each value (docs/benchmarks/snapshot.md).
     if mariadb and (column.collation or "").startswith("utf8mb4_"):
         return _ESCAPED_IF_NEEDED.format(x=f"{quoted} COLLATE utf8mb4_bin")
     return (_ESCAPED_IF_NEEDED if mariadb else _ESCAPED).format(x=f"CONVERT({quoted} USING utf8mb4)")

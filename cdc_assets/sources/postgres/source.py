@@ -17,7 +17,7 @@ from cdc_assets.sources.base import SqlSource, resolve_key
 from cdc_assets.sources.postgres import types
 
 # Generated columns are not captured: pgoutput leaves them out of every row image (up to PostgreSQL 17), so the log
-# could never keep them right. A target may declare them itself (README, "Generated columns").
+# could never keep them right. A target may declare them itself (docs/connectors/postgres.md, "Generated columns").
 # A domain column is read as its base type (one level: a domain over a domain keeps its name and is refused).
 _COLUMNS_SQL = """
 SELECT a.attname,
@@ -44,8 +44,7 @@ _BINARY_SAFE = frozenset({
 def binary_copy(schema: TableSchema, target: TargetFormat) -> bool:
     """Whether a split's rows can go from the source's COPY TO into the staging COPY in the binary format: every
     staging column is declared as the source column itself (PostgreSQL to PostgreSQL), of a built-in type whose
-    binary form holds no OID. Binary input reads a value's bytes without parsing text: measured on 1M rows of
-    the bench table, the source's COPY took 0.6 s instead of 0.7, the staging COPY 0.65 s instead of 1.27."""
+    binary form holds no OID. Binary input reads a value's bytes without parsing text, on both sides (docs/benchmarks/snapshot.md)."""
     return target.db_type == "postgres" and all(
         target.declared(c, c.name in schema.primary_key) == c.native
         and re.sub(r"\(\d+(,\d+)?\)", "", c.native) in _BINARY_SAFE for c in schema.columns)
