@@ -25,10 +25,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TASK = "demo_shop"  # the demo's task_id (cdc_assets/dev/demo.py)
 ORDERS = f"{TASK}/shop/orders"
-# (file name, path in the UI): what the getting-started walkthrough shows.
+# (file name, path in the UI): what the getting-started walkthrough shows. The partitions page is taken before the
+# backfill, so that it shows the demo snapshot's own materialization of the split (rows, watermarks, rows/s).
+BEFORE_BACKFILL = [
+    ("partitions.png", f"/assets/{ORDERS}?view=partitions&partition=shop.orders%3A0001"),
+]
 PAGES = [
     ("assets.png", f"/asset-groups/{TASK}"),
-    ("partitions.png", f"/assets/{ORDERS}?view=partitions&partition=shop.orders%3A0001"),
     ("checks.png", f"/assets/{ORDERS}?view=checks&checkDetail=table_matches_source"),
     ("backfill.png", "/runs/b/{backfill}?tab=runs"),
     ("sensor.png", f"/locations/cdc_assets/sensors/{TASK}_incremental_launcher"),
@@ -64,10 +67,13 @@ def main() -> int:
         _wait_for(lambda: urllib.request.urlopen(f"{base}/server_info", timeout=2), "the webserver", 120)
         _wait_for(lambda: _location_loaded(base), "the code location", 180)
         _graphql(base, "mutation { setNuxSeen }")  # the community pop-up's "Skip", which would hide every page
-        backfill = _backfill(base, demo)
-        time.sleep(20)  # the sensors' first ticks (every 15 s)
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
+        for name, path in BEFORE_BACKFILL:
+            _shoot(browser, base + path, out / name, args.width, args.height)
+            print(f"{out / name}: {(out / name).stat().st_size // 1024} KB")
+        backfill = _backfill(base, demo)
+        time.sleep(20)  # the sensors' first ticks (every 15 s)
         for name, path in PAGES:
             _shoot(browser, base + path.format(backfill=backfill), out / name, args.width, args.height)
             print(f"{out / name}: {(out / name).stat().st_size // 1024} KB")
