@@ -1,11 +1,12 @@
 """Generate the reference pages of the docs from the code, so that they cannot drift from it.
 
-    python scripts/gen_reference.py          # rewrite docs/reference/{config,cli,errors}.md
+    python scripts/gen_reference.py          # rewrite docs/reference/{config,cli,errors}.md, docs/architecture/layout.md
     python scripts/gen_reference.py --check  # exit 1, naming the pages, when a committed page is stale
 
 - config.md: every key of the pydantic models in cdc_assets/config.py, with its type, default, constraints and
   description (each field's docstring: `use_attribute_docstrings`).
 - cli.md: every command and option of `cdc-assets`, from the argparse parser in cdc_assets/cli.py.
+- architecture/layout.md: every module of the package, with the first sentence of its docstring.
 - errors.md: every CdcError class of the package, with its docstring (what it means, the way out) and where it
   is raised from; the hints the errors carry are in their messages.
 
@@ -282,10 +283,79 @@ def errors_page() -> str:
     return "\n".join(lines)
 
 
+# ---- layout -------------------------------------------------------------------------------------------------------
+
+# What each folder is for; each module's line is the first sentence of its own docstring.
+FOLDERS = {
+    "cdc_assets": "wiring: the CLI, the Dagster code location, the config, the errors",
+    "cdc_assets/core": "pure values, no I/O: tables and kinds, positions, splits and plans, watermarks, change events, "
+                       "URLs; boundary.py holds the protocols the engine speaks",
+    "cdc_assets/dbapi": "DBAPI connections (UTC sessions, masked errors), the one transaction helper, MySQL flavour and "
+                        "logins",
+    "cdc_assets/sources": "each engine's SnapshotSource and Log; base.py is the SQL sources' shared half",
+    "cdc_assets/sources/mysql": "MySQL and MariaDB: capture checks, discovery, the binlog reader",
+    "cdc_assets/sources/postgres": "PostgreSQL: capture checks, discovery, the slot, the pgoutput reader",
+    "cdc_assets/sources/mongodb": "MongoDB: collections, splits, the change stream reader",
+    "cdc_assets/sinks": "each target's Sink: target DDL, staging, the commit of staged rows, the apply of a batch",
+    "cdc_assets/sinks/mongodb": "the MongoDB target",
+    "cdc_assets/resumer": "position records and their stores: sqlite, sql (from_target / from_db), logfile (from_log)",
+    "cdc_assets/spark": "the Spark session, the reads and staging writes of a group of splits, the pipes",
+    "cdc_assets/engine": "the snapshot, the sync, reset, verify, savepoints: without Dagster, speaking only "
+                         "core/boundary.py's protocols",
+    "cdc_assets/defs": "the Dagster shell: assets, partitions, resources, sensors, jobs, checks",
+    "cdc_assets/dev": "private servers for tests, the demo and benchmarks; the demo; the UI launcher",
+    "bench": "benchmarks: each prints its figures beside the limit (docs/benchmarks/index.md)",
+    "scripts": "installation, the docs' generated pages and screenshots",
+}
+OTHER_FOLDERS = {
+    "cdc_assets_tests": "unit/, integration/, crash/; conftest.py starts real servers once per test session",
+    "docker": "compose: MySQL (binlog), PostgreSQL (logical), a MongoDB replica set, the Dagster webserver and "
+              "daemon; task.yaml and task-mongo.yaml",
+    "docs": "these pages (MkDocs); mkdocs.yml at the top level",
+}
+
+
+def _first_sentence(doc: str) -> str:
+    paragraph = _one_line(doc.split("\n\n")[0])
+    match = re.search(r"(?<=[.!?])\s", paragraph)
+    return paragraph[:match.start()] if match else paragraph
+
+
+def layout_page() -> str:
+    import ast
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", *FOLDERS], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.split()
+    modules: dict[str, list[str]] = {folder: [] for folder in FOLDERS}
+    for name in sorted(tracked):
+        path = Path(name)
+        folder = str(path.parent)
+        if path.suffix != ".py" or path.name == "__init__.py" or folder not in modules:
+            continue
+        doc = ast.get_docstring(ast.parse((ROOT / path).read_text())) or ""
+        modules[folder].append(f"| `{path.name}` | {_cell(_first_sentence(doc))} |")
+    lines = [GENERATED, "", "# Layout", "",
+             "Every module of the package, with the first sentence of its docstring. The layers they sit in and "
+             "how they may import each other: [Architecture](index.md#layers).", "",
+             "```", "pyproject.toml      the package, its extras (dev: tests, linter, docs), import-linter contracts",
+             "mkdocs.yml          this site", "dagster.yaml        the Dagster instance config to copy into "
+             "$DAGSTER_HOME (run queue, tag limit)", "workspace.yaml      the code location: cdc_assets.definitions"]
+    lines += [f"{folder + '/':<20}{text}" for folder, text in {**FOLDERS, **OTHER_FOLDERS}.items()
+              if "/" not in folder]
+    lines += ["```", ""]
+    for folder, rows in modules.items():
+        if rows:
+            lines += [f"## {folder}/", "", _links(FOLDERS[folder][0].upper() + FOLDERS[folder][1:]) + ".", "",
+                      "| module | what it is |", "|---|---|", *rows, ""]
+    return "\n".join(lines).replace("](../", "](../")
+
+
 # ---- main ---------------------------------------------------------------------------------------------------------
 
 def pages() -> dict[Path, str]:
-    return {PAGES / "config.md": config_page(), PAGES / "cli.md": cli_page(), PAGES / "errors.md": errors_page()}
+    return {PAGES / "config.md": config_page(), PAGES / "cli.md": cli_page(), PAGES / "errors.md": errors_page(),
+            ROOT / "docs" / "architecture" / "layout.md": layout_page()}
 
 
 def stale() -> list[Path]:
@@ -305,8 +375,8 @@ def main() -> int:
         for path in behind:
             print(f"{path.relative_to(ROOT)} is stale: run python scripts/gen_reference.py", file=sys.stderr)
         return 1 if behind else 0
-    PAGES.mkdir(parents=True, exist_ok=True)
     for path, text in pages().items():
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(_ending(text))
         print(f"wrote {path.relative_to(ROOT)}")
     return 0
