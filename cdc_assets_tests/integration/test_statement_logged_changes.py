@@ -95,3 +95,23 @@ def test_binlog_format_switched_globally_stops_the_sync(own_mariadb, tmp_path, s
     finally:
         execute(src, f"DROP DATABASE `{db}`")
         src.close()
+
+
+def test_load_data_logged_as_a_statement_stops_the_sync(tmp_path, servers, unique_name):
+    db, target_db = unique_name, f"{unique_name}_tgt"
+    tgt = postgres_target(servers, target_db)
+    rows = tmp_path / "rows.csv"
+    rows.write_text("".join(f"{i},{i}\n" for i in range(500, 510)))
+    with source_database(servers, "mysql", db, SEED) as src:
+        path = write_config(tmp_path, servers, task_id="stmt_load", source="mysql", source_db=db, tables=[f"{db}.t"],
+                            target="postgres", target_db=target_db, pipeline={"startup_mode": "latest"})
+        ok(path, "plan")
+        ok(path, "sync", "--until-caught-up")
+        execute(src, "SET SESSION binlog_format = STATEMENT",
+                f"LOAD DATA LOCAL INFILE '{rows}' INTO TABLE u FIELDS TERMINATED BY ','")
+        assert "applied 0 changes" in ok(path, "sync", "--until-caught-up").stdout  # an uncaptured table
+        execute(src, f"LOAD DATA LOCAL INFILE '{rows}' INTO TABLE t FIELDS TERMINATED BY ','")
+        assert_stopped(cli(path, "sync", "--until-caught-up"), servers.mariadb.password,
+                       f"{db}.t: a LOAD DATA at mysql-bin.", "set binlog_format=ROW")
+        assert fetch_rows(tgt, f'"{db}".t', "id") == []  # nothing was applied past it
+    tgt.close()

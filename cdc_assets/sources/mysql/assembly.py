@@ -17,6 +17,7 @@ from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.errors import REPLAN_HINT, SourceSetupError, UnreachableError
 from cdc_assets.sources.mysql.ddl import classify, ddl_tables
+from cdc_assets.sources.mysql.load_query import LoadQueryEvent
 from cdc_assets.sources.mysql.logged_statements import dml_tables, logged_as_statement, statement_verb
 from cdc_assets.sources.mysql.partial_json import JsonDiffError, resolve_partial_json
 from cdc_assets.sources.mysql.row_decoder import RowDecoders
@@ -108,7 +109,7 @@ class Assembler:
             DeleteRowsEvent: self._delete, XidEvent: self._xid, QueryEvent: self._query,
             RotateEvent: self._rotate, GtidEvent: self._gtid, MariadbGtidEvent: self._gtid,
             HeartbeatLogEvent: self._heartbeat, XAPrepareEvent: self._xa_prepare,
-            TransactionPayloadEvent: self._payload,
+            TransactionPayloadEvent: self._payload, LoadQueryEvent: self._load_query,
         }
 
     def feed(self, event) -> list[Transaction | TransactionPart | SchemaChange] | None:
@@ -181,13 +182,20 @@ class Assembler:
             self.xa = self.xa or bool(_XA_START.match(statement))
             return None
         default_db = event.schema.decode("utf-8", errors="replace")
-        if self.statements_stop and (written := dml_tables(statement, default_db, self.schemas)):
-            raise logged_as_statement(written, statement_verb(statement), MysqlPosition(
-                self.file, event.packet.log_pos, self.boundary.gtid_set, self.server), self.where)
+        self._refuse_statement(event, statement, default_db)
         tables = ddl_tables(statement, default_db, self.schemas)
         position = self._end(event)
         kind, added = classify(statement)
         return [SchemaChange(t, statement, position, kind, added) for t in tables]
+
+    def _refuse_statement(self, event, statement: str, default_db: str) -> None:
+        if self.statements_stop and (written := dml_tables(statement, default_db, self.schemas)):
+            raise logged_as_statement(written, statement_verb(statement), MysqlPosition(
+                self.file, event.packet.log_pos, self.boundary.gtid_set, self.server), self.where)
+
+    def _load_query(self, event: LoadQueryEvent) -> None:
+        """A LOAD DATA logged as a statement, inside its group."""
+        self._refuse_statement(event, event.query, event.schema.decode("utf-8", errors="replace"))
 
     def _xa_prepare(self, event: XAPrepareEvent) -> list:
         if event.one_phase:  # MySQL logs XA COMMIT ... ONE PHASE as a group ending in this event

@@ -222,7 +222,7 @@ def logged_as_statement(tables: list[TableId], verb: str, position: MysqlPositio
     """The stop for a statement on captured tables. The statement's text is not shown: it may hold row values."""
     names = ", ".join(map(str, tables))
     return SourceSetupError(
-        f"{names}: an {verb} at {position} in the binlog of {where} was logged as an SQL statement "
+        f"{names}: {'an' if verb[0] in 'AEIOU' else 'a'} {verb} at {position} in the binlog of {where} was logged as an SQL statement "
         "(binlog_format STATEMENT or MIXED, set globally or by the writing session), not as rows: its changes "
         "cannot be applied, and the sync stopped before them",
         f"set binlog_format=ROW on the source (SET GLOBAL binlog_format=ROW and in the server config; sessions "
