@@ -29,6 +29,7 @@ CAPTURED = {SHOP, TableId("shop", "items")}
     ("UPDATE other o JOIN orders x ON o.id = x.id SET o.v = x.v", []),
     ("UPDATE other o JOIN orders x ON o.id = x.id SET x.v = o.v, o.w = 1", [SHOP]),
     ("UPDATE other o JOIN orders x ON o.id = x.id SET v = 1", [SHOP]),  # unqualified: may be either
+    ("UPDATE other o JOIN orders x ON o.id = x.id SET o.v = x.v WHERE x.id = 1", []),
     ("UPDATE other, shop.orders SET orders.v = 1", [SHOP]),
     ("DELETE FROM other WHERE id IN (SELECT id FROM orders)", []),
     ("DELETE o FROM orders o JOIN other x ON o.id = x.id", [SHOP]),

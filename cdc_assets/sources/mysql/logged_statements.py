@@ -155,7 +155,8 @@ class _Reader:
                     self.skip_group()
                 else:
                     self.i += 1
-            self.i += 1
+            if self.punct() == ",":
+                self.i += 1
         return found
 
 
