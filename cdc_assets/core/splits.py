@@ -84,6 +84,9 @@ class SplitPlan:
     # low watermark of the plan comes later. A table planned while the log phase already runs holds the slot's
     # acknowledgement here until it joins. Part of the id: a table planned again is snapshotted again.
     planned_at: dict | None = None
+    # The snapshot.split_size it was planned with (None: planned before plans kept it). Not part of the id: a
+    # changed setting leaves the frozen plan as it is, and says so.
+    split_size: int | None = None
 
     def __post_init__(self) -> None:
         if len(self.estimated_rows) != len(self.boundaries) + 1:
@@ -124,6 +127,7 @@ class SplitPlan:
             "estimated_rows": list(self.estimated_rows),
             "created_at": self.created_at,
             **({"planned_at": self.planned_at} if self.planned_at is not None else {}),
+            **({"split_size": self.split_size} if self.split_size is not None else {}),
         }
 
     @classmethod
@@ -136,6 +140,7 @@ class SplitPlan:
             estimated_rows=tuple(data["estimated_rows"]),
             created_at=data["created_at"],
             planned_at=data.get("planned_at"),
+            split_size=data.get("split_size"),
         )
         if data.get("plan_id") not in (None, plan.plan_id):
             raise ValueError(f"plan of {plan.table} was edited: stored id {data['plan_id']} != {plan.plan_id}")

@@ -31,6 +31,7 @@ class TableReport:
     rows: int
     seconds: float
     failures: list[str] = field(default_factory=list)
+    runs: int = 0  # runs started for its unfinished splits
 
 
 @dataclass
@@ -38,6 +39,7 @@ class SnapshotReport:
     tables: list[TableReport]
     positions: str
     capture_notes: list[str] = field(default_factory=list)  # the source's log retention and warnings
+    unanswered: dict[str, str] = field(default_factory=dict)  # targets down when the finished splits were read
 
     @property
     def unfinished(self) -> int:
@@ -53,9 +55,18 @@ class SnapshotReport:
 
     def reason(self) -> str:
         bad = [t for t in self.tables if t.finished < t.splits]
-        first = next((f for t in bad for f in t.failures), "see the run logs")
+        first = next((f for t in bad for f in t.failures), None) or self._why_no_failure(bad)
         return (f"{self.unfinished} splits unfinished in {', '.join(t.table for t in bad)}; first failure: {first}; "
                 "run `cdc-assets snapshot` again to retry them")
+
+
+    def _why_no_failure(self, bad: list[TableReport]) -> str:
+        idle = [t.table for t in bad if not t.runs]
+        if not idle:
+            return "see the run logs"
+        down = "; ".join(f"target {name} did not answer: {why}" for name, why in self.unanswered.items())
+        return (f"no run was started for {', '.join(idle)}: the targets that answered have every split finished, "
+                "but the commit policy does not count them finished" + (f" ({down})" if down else ""))
 
 
 def run_snapshot(config: TaskConfig, config_path: str, instance: dg.DagsterInstance,
@@ -65,7 +76,7 @@ def run_snapshot(config: TaskConfig, config_path: str, instance: dg.DagsterInsta
     try:
         plans = [p.plan for p in ensure_plans(runtime)]
         register(instance, config.task_id, plans)
-        finished = finished_everywhere(runtime)  # a split some target still lacks is materialized again
+        finished, unanswered = finished_everywhere(runtime, plans)  # a split some target lacks is materialized again
         positions = runtime.describe_store()
         notes = runtime.capture_notes
     finally:
@@ -91,14 +102,18 @@ def run_snapshot(config: TaskConfig, config_path: str, instance: dg.DagsterInsta
     for report, plan in zip(reports, plans):
         ids = [s.id for s in plan.splits]
         report.finished = progress.get(report.table, 0)  # with several targets: where the commit policy is met
-        report.rows = sum(int(done[s].position_data.get("rows", 0)) for s in ids if s in done)
-    return SnapshotReport(reports, positions, notes)
+        report.rows = sum(int(done[s].position_data.get("rows", 0)) for s in ids
+                          if s in done and done[s].position_data.get("plan_id") == plan.plan_id)
+    return SnapshotReport(reports, positions, notes, unanswered)
 
 
-def finished_everywhere(runtime: TaskRuntime) -> set[str]:
-    """Splits every target that answers has finished."""
-    found, _ = answering(runtime.lanes, lambda lane: set(lane.resumer.finished()))
-    return set.intersection(*found.values()) if found else set()
+def finished_everywhere(runtime: TaskRuntime, plans: list[SplitPlan]) -> tuple[set[str], dict[str, str]]:
+    """Splits of `plans` every target that answers has finished, and why each other target did not answer. A
+    marker of an earlier plan of the table (removed from the config and added back) does not count."""
+    ids = {p.plan_id for p in plans}
+    found, unanswered = answering(runtime.lanes, lambda lane: {
+        s for s, r in lane.resumer.finished().items() if r.position_data.get("plan_id") in ids})
+    return (set.intersection(*found.values()) if found else set()), unanswered
 
 
 def _snapshot_table(instance, asset, resources, plan: SplitPlan, finished: set[str], per_run: int) -> TableReport:
@@ -108,6 +123,7 @@ def _snapshot_table(instance, asset, resources, plan: SplitPlan, finished: set[s
     # Unfinished splits need not be adjacent: a range must not sweep finished ones in, so cut at gaps.
     for group in _contiguous(todo, [s.id for s in plan.splits]):
         for run_keys in [group[i:i + per_run] for i in range(0, len(group), per_run)]:
+            report.runs += 1
             result = dg.materialize([asset], instance=instance, resources=resources, raise_on_error=False, run_config=QUIET,
                                     tags={RANGE_START: run_keys[0], RANGE_END: run_keys[-1]})
             if not result.success:

@@ -38,7 +38,7 @@ from cdc_assets.core.slow_batch import SlowBatch, slow
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.interpreter import applying_the_log
 from cdc_assets.engine.faults import crash_point
-from cdc_assets.engine.log_start import resolve_start, snapshot_horizons, split_watermarks
+from cdc_assets.engine.log_start import check_capture, resolve_start, snapshot_horizons, split_watermarks
 from cdc_assets.engine.membership import membership, release_bound
 from cdc_assets.engine.planning import describe
 from cdc_assets.engine.prefetch import prefetch
@@ -114,6 +114,7 @@ def sync(rt: TaskRuntime, *, until_caught_up: bool = False, stop: threading.Even
     lease (no savepoint command runs meanwhile) and first finishes an interrupted savepoint rollback."""
     with task_lease(rt, doing="sync"), applying_the_log():
         recover(rt)
+        check_capture(rt)
         return _sync(rt, until_caught_up, stop, on_batch)
 
 

@@ -1,4 +1,5 @@
-"""Where the incremental phase starts when no checkpoint exists, and the split watermarks it filters with."""
+"""Where the incremental phase starts when no checkpoint exists, the split watermarks it filters with, and the
+source's capture settings checked again at each start."""
 from __future__ import annotations
 
 from datetime import timezone
@@ -10,9 +11,21 @@ from cdc_assets.core.watermarks import TableWatermarks
 from cdc_assets.engine.planning import load_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.target_down import answering
-from cdc_assets.errors import PlanError
+from cdc_assets.errors import PlanError, SourceSetupError
 
 SNAPSHOT_HINT = "run `cdc-assets snapshot`, or materialize the missing partitions in Dagster"
+CAPTURE_HINT = ("change those settings on the source (globally, and in its config so that a restart keeps them; "
+                "SET PERSIST on MySQL 8), then run the sync again; a change a session logged meanwhile as an SQL "
+                "statement stops the sync, naming the table to re-snapshot")
+
+
+def check_capture(rt: TaskRuntime) -> None:
+    """Refuse to start the log phase on settings the plan would refuse: one changed since (SET GLOBAL
+    binlog_format=STATEMENT) loses changes without a word."""
+    try:
+        rt.source.check_capture()
+    except SourceSetupError as exc:
+        raise SourceSetupError(f"the sync cannot start: {exc.message}", CAPTURE_HINT) from None
 
 
 def snapshot_progress(rt: TaskRuntime) -> list[tuple[TableId, int, int]]:

@@ -65,11 +65,15 @@ def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
                 raise PlanError(
                     f"the plan of {schema.table} splits on '{existing.split_column}' but the table now splits on "
                     f"'{schema.split_column.name}'", REPLAN_HINT)
+            if (note := _split_size_note(existing, rt.config.snapshot.split_size)) is not None:
+                log.warning("%s", note)
+                rt.capture_notes.append(note)
             out.append(TablePlan(schema, existing, created=False))
             continue
         if planned_at is None:
             planned_at = rt.source.current_position().to_json()
-        plan = replace(rt.source.plan(schema, rt.config.snapshot.split_size), planned_at=planned_at)
+        split_size = rt.config.snapshot.split_size
+        plan = replace(rt.source.plan(schema, split_size), planned_at=planned_at, split_size=split_size)
         if rt.config.pipeline.exactly_once and plan.key_kind not in ORDERED_KINDS:
             raise PlanError(
                 f"exactly_once needs {schema.table} to split on an integer or decimal column; it splits on "
@@ -79,6 +83,16 @@ def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
         rt.plans.save(plan)
         out.append(TablePlan(schema, plan, created=True))
     return out
+
+
+def _split_size_note(plan: SplitPlan, split_size: int) -> str | None:
+    """One line when snapshot.split_size changed since `plan` was made: the frozen plan is kept, which a changed
+    setting would otherwise leave unsaid."""
+    if plan.split_size is None or plan.split_size == split_size:
+        return None
+    return (f"{plan.table}: snapshot.split_size is {split_size} but its plan {plan.plan_id} was made with "
+            f"{plan.split_size}: the plan is kept ({len(plan.splits)} splits); to split anew, re-plan: "
+            "cdc-assets plan --replan (every split of the task is read again)")
 
 
 def plan_unplanned(rt: TaskRuntime) -> list[SplitPlan]:

@@ -38,7 +38,7 @@ class TaskRuntime:
         self.target = target or config.targets[0]
         self.parent = parent
         self.plans = parent.plans if parent else PlanStore(config.data_dir, config.task_id)
-        self.capture_notes: list[str] = []  # the source's capture check: log retention, warnings
+        self.capture_notes: list[str] = []  # for the plan/snapshot output: log retention, warnings, kept plans
         self._spark = None
         self._owns_spark = False
 

@@ -57,7 +57,7 @@ def snapshot_splits(rt: TaskRuntime, table: TableId, split_ids: list[str]) -> li
         raise PlanError(f"{table} has no split plan", "run `cdc-assets plan` first")
     if len(rt.lanes) > 1:
         return _snapshot_lanes(rt, plan, split_ids)
-    finished = rt.resumer.finished(split_ids)
+    finished = rt.resumer.finished(split_ids, plan.plan_id)
     again = needing_repair(rt, finished)  # failed their verification: read again (engine/repair.py)
     done = [_skipped(finished[s]) for s in split_ids if s in finished and s not in again]
     todo = [plan.split(s) for s in split_ids if s not in finished or s in again]
@@ -71,7 +71,7 @@ def snapshot_splits(rt: TaskRuntime, table: TableId, split_ids: list[str]) -> li
 def _snapshot_lanes(rt: TaskRuntime, plan: SplitPlan, split_ids: list[str]) -> list[SplitResult]:
     """Several targets: each split goes to the targets that have not finished it, grouped by which ones."""
     policy = rt.policy
-    finished, unanswered = answering(rt.lanes, lambda lane: lane.resumer.finished(split_ids))
+    finished, unanswered = answering(rt.lanes, lambda lane: lane.resumer.finished(split_ids, plan.plan_id))
     needed = [name for name in unanswered if not policy.tolerates(name)]
     if needed:
         raise UnreachableError(f"target {needed[0]} does not answer: {unanswered[needed[0]]}", NETWORK_HINT)
@@ -155,7 +155,7 @@ def _pipeline(rt: TaskRuntime, lanes: list[TaskRuntime], plan: SplitPlan, schema
                                 thread_name_prefix="cdc-commit") as committer:
             try:
                 for group in groups:
-                    group = _lease(rt, lanes, locks, group, results, again)
+                    group = _lease(rt, lanes, locks, plan, group, results, again)
                     if not group:
                         continue
                     staged = _read_group(rt, lanes, plan, schema, group)
@@ -173,12 +173,12 @@ def _leases(rt: TaskRuntime) -> TaskRuntime:
     return next((lane for lane in rt.lanes if not rt.policy.tolerates(lane.name)), rt.lanes[0])
 
 
-def _lease(rt: TaskRuntime, lanes: list[TaskRuntime], locks: SplitLeases, group: list[Split],
+def _lease(rt: TaskRuntime, lanes: list[TaskRuntime], locks: SplitLeases, plan: SplitPlan, group: list[Split],
            results: list[SplitResult], again: set[str]) -> list[Split]:
     """Lease the group's splits; those another run finished while this one waited are reported as skipped
     (`again`: being repaired, unless another run repaired them meanwhile)."""
     locks.acquire([s.id for s in group], rt.config.snapshot.split_lock_timeout_secs)
-    of_lanes = [lane.resumer.finished([s.id for s in group]) for lane in lanes]
+    of_lanes = [lane.resumer.finished([s.id for s in group], plan.plan_id) for lane in lanes]
     # Finished in every target this run writes: nothing left to do.
     finished = {s: r for s, r in of_lanes[0].items() if all(s in other for other in of_lanes[1:])}
     redo = needing_repair(rt, {s: r for s, r in finished.items() if s in again})

@@ -131,9 +131,12 @@ class Resumer:
     def records(self) -> list[PositionRecord]:
         return self.store.load(self.task_id)
 
-    def finished(self, split_ids: Sequence[str] | None = None) -> dict[str, PositionRecord]:
-        """Finished markers by split id: of `split_ids` only when given (a keyed read), else every one."""
-        return {r.position_key: r for r in self.store.load(self.task_id, SNAPSHOT_FINISHED, split_ids)}
+    def finished(self, split_ids: Sequence[str] | None = None, plan_id: str | None = None) -> dict[str, PositionRecord]:
+        """Finished markers by split id: of `split_ids` only when given (a keyed read), else every one; of plan
+        `plan_id` only when given. A table planned again (re-added to the config) reuses its split ids, and the
+        old plan's markers say nothing about the new plan's splits."""
+        return {r.position_key: r for r in self.store.load(self.task_id, SNAPSHOT_FINISHED, split_ids)
+                if plan_id is None or r.position_data.get("plan_id") == plan_id}
 
     def clear(self) -> None:
         self.store.clear(self.task_id)

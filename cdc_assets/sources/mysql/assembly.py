@@ -17,6 +17,8 @@ from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.errors import REPLAN_HINT, SourceSetupError, UnreachableError
 from cdc_assets.sources.mysql.ddl import classify, ddl_tables
+from cdc_assets.sources.mysql.load_query import LoadQueryEvent
+from cdc_assets.sources.mysql.logged_statements import dml_tables, logged_as_statement, statement_verb
 from cdc_assets.sources.mysql.partial_json import JsonDiffError, resolve_partial_json
 from cdc_assets.sources.mysql.row_decoder import RowDecoders
 from cdc_assets.sources.mysql.transaction_payload import TransactionPayloadEvent
@@ -75,12 +77,17 @@ class Assembler:
     is. Boundaries carry `server`, the identity of the server streaming. `by_gtid`: the stream opened at
     `start`'s GTID set on a server where its file/offset mean nothing, so no boundary is taken from a ROTATE or
     the log end before the first group ended (from then on they are this server's).
+
+    A DML statement on a captured table (binlog_format STATEMENT/MIXED) raises before its group ends, so no
+    checkpoint passes it (sources/mysql/logged_statements.py); `statements_stop=False` for reads of the log
+    before the task's start, whose statements were the reader's to stop at.
     """
 
     def __init__(self, start: MysqlPosition, schemas: dict[TableId, TableSchema], where: str,
                  lookup: XaLookup | None = None, part_events: int | None = None, server: str | None = None,
-                 by_gtid: bool = False) -> None:
+                 by_gtid: bool = False, statements_stop: bool = True) -> None:
         self.boundary = start
+        self.statements_stop = statements_stop
         self.server = start.server if server is None else server
         self.positioned = not by_gtid
         self.prepared: dict[XaId, list[RowChange]] = {}  # prepared XAs seen since `start`, not yet committed
@@ -102,7 +109,7 @@ class Assembler:
             DeleteRowsEvent: self._delete, XidEvent: self._xid, QueryEvent: self._query,
             RotateEvent: self._rotate, GtidEvent: self._gtid, MariadbGtidEvent: self._gtid,
             HeartbeatLogEvent: self._heartbeat, XAPrepareEvent: self._xa_prepare,
-            TransactionPayloadEvent: self._payload,
+            TransactionPayloadEvent: self._payload, LoadQueryEvent: self._load_query,
         }
 
     def feed(self, event) -> list[Transaction | TransactionPart | SchemaChange] | None:
@@ -175,10 +182,20 @@ class Assembler:
             self.xa = self.xa or bool(_XA_START.match(statement))
             return None
         default_db = event.schema.decode("utf-8", errors="replace")
+        self._refuse_statement(event, statement, default_db)
         tables = ddl_tables(statement, default_db, self.schemas)
         position = self._end(event)
         kind, added = classify(statement)
         return [SchemaChange(t, statement, position, kind, added) for t in tables]
+
+    def _refuse_statement(self, event, statement: str, default_db: str) -> None:
+        if self.statements_stop and (written := dml_tables(statement, default_db, self.schemas)):
+            raise logged_as_statement(written, statement_verb(statement), MysqlPosition(
+                self.file, event.packet.log_pos, self.boundary.gtid_set, self.server), self.where)
+
+    def _load_query(self, event: LoadQueryEvent) -> None:
+        """A LOAD DATA logged as a statement, inside its group."""
+        self._refuse_statement(event, event.query, event.schema.decode("utf-8", errors="replace"))
 
     def _xa_prepare(self, event: XAPrepareEvent) -> list:
         if event.one_phase:  # MySQL logs XA COMMIT ... ONE PHASE as a group ending in this event

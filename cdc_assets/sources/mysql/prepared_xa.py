@@ -55,7 +55,7 @@ class PreparedBefore:
         """The XAs prepared from `first` on and still pending at `start`. The re-read must reach `start`, which
         the log holds: a stream that ends short of it (its dump thread ended under it) is reopened at the last
         group it completed, as the reader's own stream is."""
-        asm = Assembler(first, self.schemas, str(self.url))
+        asm = Assembler(first, self.schemas, str(self.url), statements_stop=False)
         stalls = 0
         while is_before(asm.boundary, self.start):
             asm.restart()

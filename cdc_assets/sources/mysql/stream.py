@@ -23,6 +23,7 @@ from cdc_assets.dbapi.connect import connect
 from cdc_assets.dbapi.mysql_login import REPLICATION, MysqlLogin, refused
 from cdc_assets.errors import (NETWORK_HINT, REPLAN_HINT, LoginError, PositionLost, SourceSetupError, UnreachableError,
                                scrub)
+from cdc_assets.sources.mysql.load_query import LoadQueryEvent
 from cdc_assets.sources.mysql.stream_start import StreamStart
 from cdc_assets.sources.mysql.transaction_payload import TransactionPayloadEvent
 
@@ -37,9 +38,11 @@ ER_MISSING_PRIVILEGE = {1044, 1227}  # database access, REPLICATION SLAVE / BINL
 CLIENT_ERRORS = range(2000, 3000)  # CR_*: connection refused, unknown host, lost during connect ...
 PURGED = "Could not find first log file name"
 
-# TransactionPayloadEvent: MySQL's compressed transactions, whose inner events the reader takes in turn.
+# TransactionPayloadEvent: MySQL's compressed transactions, whose inner events the reader takes in turn;
+# LoadQueryEvent: a LOAD DATA logged as a statement, which stops the reader on a captured table.
 READER_EVENTS = [WriteRowsEvent, UpdateRowsEvent, PartialUpdateRowsEvent, DeleteRowsEvent, XidEvent, QueryEvent,
-                 RotateEvent, GtidEvent, MariadbGtidEvent, HeartbeatLogEvent, XAPrepareEvent, TransactionPayloadEvent]
+                 RotateEvent, GtidEvent, MariadbGtidEvent, HeartbeatLogEvent, XAPrepareEvent, TransactionPayloadEvent,
+                 LoadQueryEvent]
 BOUNDARY_EVENTS = [XidEvent, QueryEvent, RotateEvent, GtidEvent, MariadbGtidEvent, XAPrepareEvent,
                    TransactionPayloadEvent]
 
