@@ -4,12 +4,17 @@ and there, into both targets and through both snapshot paths (the pipe and Spark
 decode exactly stops the plan by name."""
 import pytest
 
+from cdc_assets.core.tables import TableId
+from cdc_assets.core.urls import DbUrl
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
 from cdc_assets.errors import UnmappedType
 from cdc_assets.sources.mysql import charsets
+from cdc_assets.sources.mysql.row_decoder import RowDecoders
+from cdc_assets.sources.mysql.source import MysqlSource
+from cdc_assets_tests.integration.test_binlog_row_decoder import changes
 from cdc_assets_tests.integration.test_type_fidelity import target_conn, texts, through_the_log
 from cdc_assets_tests.support import config_for, execute, source_database
 
@@ -173,3 +178,33 @@ def test_text_in_a_charset_the_log_cannot_decode_stops_the_plan(tmp_path, server
     message = str(refused.value)
     assert f"column 'v' of {unique_name}.t (varchar(10)) holds text in character set {charset}" in message
     assert "CHARACTER SET utf8mb4" in message and f"source.exclude_columns: {{{unique_name}.t: [v]}}" in message
+
+
+def test_the_library_reads_every_charset_as_the_row_decoder_does(servers, unique_name, monkeypatch):
+    """An event the row decoder leaves to the library (a partial image, MySQL's binary JSON) decodes text alike:
+    both give each row's values as the source's own text."""
+    admin = servers.mariadb.connect()
+    with admin.cursor() as cur:
+        ddl, rows = seed(cur, decodable(cur))
+    admin.close()
+    with source_database(servers, "mysql", unique_name, ddl) as src:
+        url = DbUrl.parse(servers.mariadb.url(unique_name))
+        source = MysqlSource(url)
+        try:
+            start = source.current_position()
+            execute(src, f"INSERT INTO t VALUES {', '.join(rows)}", "UPDATE t SET id = id + 10")
+            end = source.current_position()
+            schema = source.describe(TableId(unique_name, "t"))
+        finally:
+            source.close()
+        expected = source_texts(src, unique_name)
+    fast = changes(url, {schema.table: schema}, start, end)
+    monkeypatch.setattr(RowDecoders, "rows", lambda *a: None)
+    monkeypatch.setattr(RowDecoders, "pairs", lambda *a: None)
+    library = changes(url, {schema.table: schema}, start, end)
+    assert [repr(c) for c in library] == [repr(c) for c in fast] and len(fast) == 2 * ROWS
+    for change in fast[ROWS:]:  # the updates: the rows after, under their new ids
+        want = expected[change.after["id"]]
+        got = {name: value for name, value in change.after.items() if name != "id"}
+        assert got == {name: want[name] for name in got}, change.after["id"]
+
