@@ -82,6 +82,7 @@ class Column:
     values: tuple[str, ...] = ()  # ENUM / SET members
     element: str | None = None  # ARRAY element type (PostgreSQL name)
     collation: str | None = None  # MySQL text columns: how the source compares them (keys must not merge)
+    charset: str | None = None  # MySQL text columns: the character set their bytes are in
 
 
 @dataclass(frozen=True)

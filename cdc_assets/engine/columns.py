@@ -21,6 +21,13 @@ def carried(schema: TableSchema, excluded: list[str]) -> TableSchema:
                               "matches rows on it", f"remove '{name}' from source.exclude_columns")
     kept = tuple(c for c in schema.columns if c.name not in excluded)
     for column in kept:
+        if column.kind == Kind.UNKNOWN and column.charset:
+            raise UnmappedType(
+                f"column '{column.name}' of {schema.table} ({column.native}) holds text in character set "
+                f"{column.charset}, which the log phase cannot decode exactly as the server converts it "
+                "(README \"Type mapping\")",
+                f"convert the column on the source (ALTER TABLE ... MODIFY `{column.name}` ... CHARACTER SET utf8mb4), "
+                f"or leave it out with source.exclude_columns: {{{schema.table}: [{column.name}]}}")
         if column.kind == Kind.UNKNOWN:
             raise UnmappedType(
                 f"column '{column.name}' of {schema.table} has type {column.native}, which has no mapping to the "

@@ -1,11 +1,6 @@
 """MySQL/MariaDB as a target: type mapping, staging, and applying rows as delete by key, then insert."""
 from __future__ import annotations
 
-import datetime as dt
-import json
-import math
-import re
-from decimal import Decimal
 from typing import Any, Callable
 
 from cdc_assets.core.batches import TableChanges
@@ -14,6 +9,7 @@ from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.mysql_flavour import MysqlFlavour, detect
 from cdc_assets.errors import TableError
+from cdc_assets.sinks.array_json import array_json
 from cdc_assets.sinks.base import Moves, SqlSink
 
 DELETE_CHUNK = 1000  # keys per DELETE ... IN (...)
@@ -25,7 +21,6 @@ _FROM_POSTGRES = {
     Kind.INTERVAL: "varchar(255)", Kind.OTHER: "longtext",
 }
 _INTS = {16: "smallint", 32: "int", 64: "bigint"}
-_TRAILING_ZEROS = re.compile(r"(\.\d*?)0+(?=\D|$)")  # of a fraction of a second
 
 
 class MysqlSink(SqlSink):
@@ -182,7 +177,7 @@ class MysqlSink(SqlSink):
         if column.kind == Kind.BIT and declared.startswith("bit"):
             return lambda v: int(v, 2)  # a bit string, not its characters' bytes
         if column.kind == Kind.ARRAY:
-            return _json_array
+            return array_json(column.element or "")
         return None
 
     def relation_bytes(self, cursor, table: str, name: TableId) -> int:
@@ -198,21 +193,6 @@ class MysqlSink(SqlSink):
             names = {r[0] for r in cur.fetchall()}
         return names or None
 
-
-def _json_array(value: Any) -> str:
-    """A PostgreSQL array (nested lists) as the text `to_json(col)` gives the snapshot: compact, characters
-    unescaped, numbers as numbers, temporal values in ISO 8601 (MariaDB's JSON keeps the text as written)."""
-    if isinstance(value, list):
-        return "[" + ",".join(_json_array(v) for v in value) + "]"
-    if value is None or isinstance(value, bool):
-        return json.dumps(value)
-    if isinstance(value, int) or (isinstance(value, Decimal) and value.is_finite()):
-        return str(value)
-    if isinstance(value, float) and math.isfinite(value):
-        return repr(value)
-    if isinstance(value, (dt.date, dt.time)):  # dt.datetime is a dt.date; to_json drops trailing zeros
-        return json.dumps(_TRAILING_ZEROS.sub(r"\1", value.isoformat()))
-    return json.dumps(value if isinstance(value, str) else str(value), ensure_ascii=False)
 
 
 _TEXT_TYPES = ("char", "varchar", "tinytext", "text", "mediumtext", "longtext")

@@ -4,9 +4,13 @@ from decimal import Decimal
 
 import pytest
 
+from pymysqlreplication.constants import FIELD_TYPE
+
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.sources.mysql.ddl import ddl_tables
 from cdc_assets.sources.mysql.stream import SERVER_ID_MIN, default_server_id
+from cdc_assets.sources.mysql.table_map import adopt
+from cdc_assets.sources.mysql.types import column_from_catalog, labels
 from cdc_assets.sources.mysql.values import converter, converters, normalise_image
 
 
@@ -31,7 +35,9 @@ def convert(column: Column, value):
     (col("j", Kind.JSON, "json"), {b"a": [1, b"x\xc3\xa9", None, True]}, '{"a": [1, "xé", null, true]}'),  # MySQL 8
     (col("j", Kind.JSON, "json"), b"just a string", '"just a string"'),
     (col("s", Kind.SET, "set('x','y','z')", values=("x", "y", "z")), {"z", "x"}, "x,z"),
-    (col("s", Kind.SET, "set('it''s','b')", values=("it''s", "b")), {"b", "it's"}, "it's,b"),
+    (col("s", Kind.SET, "set('it''s','b')", values=("it''s", "b")), {"b", "it's"}, "it's,b"),  # an older plan
+    (col("s", Kind.SET, "set('It''s','b''''')", values=("It's", "b''"), charset="utf16"), {"b''", "It's"},
+     "It's,b''"),  # labels described exactly
     (col("ts", Kind.TIMESTAMP, "timestamp(6)", precision=6), datetime(1970, 1, 1), None),  # zero timestamp
     (col("ts", Kind.TIMESTAMP, "timestamp(6)", precision=6), datetime(2024, 1, 1, 0, 0, 0, 500000),
      datetime(2024, 1, 1, 0, 0, 0, 500000)),  # naive UTC, as the snapshot's UTC session reads it
@@ -202,3 +208,55 @@ def test_mysql8_json_scalars_print_as_mysql_prints_them():
 def test_mysql8_json_decimal_prints_plain_with_its_scale(decimal_bytes, text):
     document = small_container([(None, opaque(MYSQL_TYPE_NEWDECIMAL, decimal_bytes))], is_object=False)
     assert convert(col("j", Kind.JSON, "json"), decode_binary_json(JSONB_SMALL_ARRAY, document)) == f"[{text}]"
+
+
+def test_enum_and_set_labels_are_read_from_column_type_exactly():
+    column_type = "set('It''s','x\\\\y','n\\nl','t\tb','nul\\0','A,B','z\\Zz')"
+    assert labels(column_type) == ("It's", "x\\y", "n\nl", "t\tb", "nul\0", "A,B", "z\x1az")
+    row = {"column_name": "e", "data_type": "enum", "column_type": "enum('Ab','ü')", "is_nullable": "YES",
+           "character_set_name": "utf16", "collation_name": "utf16_general_ci"}
+    described = column_from_catalog(row, set())
+    assert (described.values, described.native, described.charset) == (("Ab", "ü"), "enum('Ab','ü')", "utf16")
+
+
+def _text_row(charset: str) -> dict:
+    return {"column_name": "v", "data_type": "varchar", "column_type": "varchar(5)", "is_nullable": "YES",
+            "character_maximum_length": 5, "character_set_name": charset, "collation_name": f"{charset}_bin"}
+
+
+@pytest.mark.parametrize("charset", ["utf16", "ucs2", "utf32", "latin1", "sjis", "utf8mb4"])
+def test_text_in_a_charset_with_an_exact_codec_is_a_string(charset):
+    assert column_from_catalog(_text_row(charset), set()).kind == Kind.STRING
+
+
+@pytest.mark.parametrize("charset", ["big5", "ujis", "eucjpms", "swe7", "dec8", "armscii8", "hp8", "keybcs2", "geostd8"])
+def test_text_in_a_charset_without_an_exact_codec_is_refused(charset):
+    column = column_from_catalog(_text_row(charset), set())
+    assert (column.kind, column.charset) == (Kind.UNKNOWN, charset)
+
+
+class LibraryColumn:
+    """The attributes of pymysqlreplication's Column that adopt() reads and sets."""
+
+    def __init__(self, name: str, type_: int, charset: str | None, enum_values=None, set_values=None) -> None:
+        self.name, self.type, self.character_set_name = name, type_, charset
+        self.enum_values, self.set_values = enum_values, set_values
+
+
+def test_a_table_maps_columns_take_the_described_codecs_and_labels():
+    schema = TableSchema(TableId("d", "t"), (
+        col("u16", Kind.STRING, "varchar(5)", charset="utf16"), col("l1", Kind.STRING, "char(5)", charset="latin1"),
+        col("old", Kind.STRING, "text"), col("bin", Kind.BINARY, "varbinary(5)"),
+        col("e", Kind.ENUM, "enum('A','ü')", values=("A", "ü"), charset="ucs2"),
+        col("s", Kind.SET, "set('a')", values=("a",))), ("u16",))
+    columns = [LibraryColumn("u16", FIELD_TYPE.VARCHAR, "utf16"), LibraryColumn("l1", FIELD_TYPE.STRING, "cp1252"),
+               LibraryColumn("old", FIELD_TYPE.BLOB, "utf8"), LibraryColumn("bin", FIELD_TYPE.VARCHAR, "binary"),
+               LibraryColumn("e", FIELD_TYPE.ENUM, "ucs2", enum_values=["", "a", "\x00\xfc"]),
+               LibraryColumn("s", FIELD_TYPE.SET, "utf8", set_values=["A"]),
+               LibraryColumn("gone", FIELD_TYPE.VARCHAR, "utf32")]
+    adopt(columns, schema)
+    assert [c.character_set_name for c in columns[:4]] == ["utf-16-be", "mysql_latin1", "utf8", "binary"]
+    assert columns[4].enum_values == ["", "A", "ü"]
+    assert columns[5].set_values == ["A"]  # a plan without the labels' charset keeps the binlog's labels
+    assert columns[6].character_set_name == "latin-1"  # not carried: read past, whatever its bytes
+    assert b"\x00a\x00b".decode("utf-16-be") == "ab" and b"\x81\x80".decode("mysql_latin1") == "\x81€"

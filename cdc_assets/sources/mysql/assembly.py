@@ -21,6 +21,7 @@ from cdc_assets.sources.mysql.load_query import LoadQueryEvent
 from cdc_assets.sources.mysql.logged_statements import dml_tables, logged_as_statement, statement_verb
 from cdc_assets.sources.mysql.partial_json import JsonDiffError, resolve_partial_json
 from cdc_assets.sources.mysql.row_decoder import RowDecoders
+from cdc_assets.sources.mysql.table_map import adopt
 from cdc_assets.sources.mysql.transaction_payload import TransactionPayloadEvent
 from cdc_assets.sources.mysql.values import converters, described, normalise_image
 
@@ -104,6 +105,7 @@ class Assembler:
         self._convs = {table: converters(schema) for table, schema in schemas.items()}
         self._names = {table: frozenset(c.name for c in schema.columns) for table, schema in schemas.items()}
         self._decoders = RowDecoders(self._names, self._convs)
+        self._adopted: dict[TableId, list] = {}  # table -> the last TABLE_MAP's columns, adopted (table_map.py)
         self._handlers = {
             WriteRowsEvent: self._insert, UpdateRowsEvent: self._update, PartialUpdateRowsEvent: self._update,
             DeleteRowsEvent: self._delete, XidEvent: self._xid, QueryEvent: self._query,
@@ -232,8 +234,13 @@ class Assembler:
         schema = self.schemas.get(table)
         if schema is None:
             return None  # only_schemas x only_tables lets through more than the captured pairs
-        if any(not c.name for c in event.columns):
-            raise SourceSetupError(f"the binlog of {self.where} carries no column names for {table}", ROW_METADATA_HINT)
+        columns = event.columns
+        if self._adopted.get(table) is not columns:  # a new TABLE_MAP: once per transaction, not per event
+            if any(not c.name for c in columns):
+                raise SourceSetupError(f"the binlog of {self.where} carries no column names for {table}",
+                                       ROW_METADATA_HINT)
+            adopt(columns, schema)
+            self._adopted[table] = columns
         self.inside = True
         # Inside its group: on another server's positions it compares by the set before the group.
         return table, schema, self._convs[table], MysqlPosition(self.file, event.packet.log_pos,

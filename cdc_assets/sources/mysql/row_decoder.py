@@ -30,6 +30,8 @@ from typing import Any
 from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.row_event import RowsEvent, UpdateRowsEvent
 
+from cdc_assets.sources.mysql import charsets
+
 Decoded = Callable[[bytes, int, int], list]
 
 # type -> struct format of a fixed-width little-endian number (FIELD_TYPE.* as in the TABLE_MAP's column types)
@@ -179,8 +181,9 @@ def _length(size: int) -> list[str]:
 
 
 def _string(column, i: int, size: int, scope: dict) -> list[str]:
-    """As the library's `__read_string`: decoded with the column's charset, strictly; a charset Python lacks
-    (binary among them) leaves the bytes, except an empty value, which Python 'decodes' to ''."""
+    """As the library's `__read_string`: decoded with the column's codec (table_map.adopt set it), strictly; a
+    charset Python lacks (binary among them) leaves the bytes, except an empty value, which Python 'decodes' to ''.
+    A single-byte charset's table is applied directly, without looking the codec up by name for each value."""
     if column.character_set_name is None:
         encoding = "utf-8"
     else:
@@ -189,6 +192,9 @@ def _string(column, i: int, size: int, scope: dict) -> list[str]:
         codecs.lookup(encoding)
     except LookupError:
         return [*_length(size), f"v{i} = data[o:o + n] or ''", "o += n"]
+    if (table := charsets.table(encoding)) is not None:
+        scope["charmap"], scope[f"t{i}"] = codecs.charmap_decode, table
+        return [*_length(size), f"v{i} = charmap(data[o:o + n], None, t{i})[0]", "o += n"]
     return [*_length(size), f"v{i} = data[o:o + n].decode({encoding!r})", "o += n"]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from cdc_assets.core.tables import Column, Kind
+from cdc_assets.sources.mysql import charsets
 
 _INTS = {"tinyint": 8, "smallint": 16, "mediumint": 24, "int": 32, "integer": 32, "bigint": 64}
 _SIMPLE = {
@@ -26,7 +27,8 @@ NATIVE_KINDS = {Kind.INT, Kind.UINT64, Kind.FLOAT32, Kind.FLOAT64, Kind.STRING, 
 
 def column_from_catalog(row: dict, json_columns: set[str]) -> Column:
     """`row` holds COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_MAXIMUM_LENGTH,
-    NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION (lower-cased keys)."""
+    NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, COLLATION_NAME, CHARACTER_SET_NAME (lower-cased keys).
+    A text column in a charset the binlog reader cannot decode exactly (charsets.py) is of no kind: refused."""
     name, data_type, native = row["column_name"], row["data_type"].lower(), row["column_type"].lower()
     unsigned = "unsigned" in native
     common = dict(name=name, native=native, nullable=row["is_nullable"] == "YES")
@@ -42,14 +44,33 @@ def column_from_catalog(row: dict, json_columns: set[str]) -> Column:
         return Column(kind=Kind.JSON, **common)
     kind = _SIMPLE.get(data_type, Kind.UNKNOWN)  # refused at plan time (engine/columns.py)
     if kind in (Kind.ENUM, Kind.SET):
-        return Column(kind=kind, values=tuple(re.findall(r"'((?:[^']|'')*)'", native)), **common)
+        # Declared with its labels' case: a MySQL target's ENUM/SET takes the declaration (and keeps only its labels).
+        return Column(kind=kind, values=labels(row["column_type"]), charset=row.get("character_set_name"),
+                      **{**common, "native": row["column_type"]})
     if kind == Kind.BIT:
         return Column(kind=kind, length=int(row["numeric_precision"] or 1), **common)
     if kind in (Kind.DATETIME, Kind.TIMESTAMP, Kind.TIME):
         return Column(kind=kind, precision=int(row["datetime_precision"] or 0), **common)
     length = row.get("character_maximum_length")
-    collation = row.get("collation_name") if kind == Kind.STRING else None
-    return Column(kind=kind, length=int(length) if length is not None else None, collation=collation, **common)
+    if kind != Kind.STRING:
+        return Column(kind=kind, length=int(length) if length is not None else None, **common)
+    charset = row.get("character_set_name")
+    if charsets.unreadable(charset):
+        kind = Kind.UNKNOWN  # refused at plan time, naming the charset
+    return Column(kind=kind, length=int(length) if length is not None else None, collation=row.get("collation_name"),
+                  charset=charset, **common)
+
+
+_LABEL = re.compile(r"'((?:[^'\\]|''|\\.)*)'", re.S)
+_ESCAPE = re.compile(r"''|\\(.)", re.S)
+_ESCAPED_CHARS = {"0": "\0", "n": "\n", "r": "\r", "Z": "\x1a"}
+
+
+def labels(column_type: str) -> tuple[str, ...]:
+    """The members of `enum(...)` / `set(...)` as COLUMN_TYPE quotes them (sql_string.cc append_unescaped: a quote
+    doubled, backslash, NUL, LF, CR and MySQL's ^Z after a backslash), in their case."""
+    return tuple(_ESCAPE.sub(lambda m: _ESCAPED_CHARS.get(m[1], m[1]) if m[1] else "'", label)
+                 for label in _LABEL.findall(column_type))
 
 
 def select_expr(column: Column, quoted: str) -> tuple[str, bool]:

@@ -28,9 +28,9 @@ def _binary(fixed_length: int | None) -> Converter:
     return convert
 
 
-def _set_text(members: tuple[str, ...]) -> Converter:
-    # COLUMN_TYPE doubles quotes inside members; the binlog metadata carries them plain.
-    order = [m.replace("''", "'") for m in members]
+def _set_text(column: Column) -> Converter:
+    # Labels described with their charset are exact (types.labels); before, they kept COLUMN_TYPE's doubled quotes.
+    order = list(column.values) if column.charset else [m.replace("''", "'") for m in column.values]
 
     def convert(value: set) -> str:
         text = [m for m in order if m in value]
@@ -86,7 +86,7 @@ def converter(column: Column) -> Converter | None:
     if kind == Kind.JSON:
         return json_text
     if kind == Kind.SET:
-        return _set_text(column.values)
+        return _set_text(column)
     if kind == Kind.TIMESTAMP:
         # Decoded as a naive datetime in UTC, like the snapshot's UTC session renders it.
         return lambda v: None if v == _ZERO_TIMESTAMP else v
