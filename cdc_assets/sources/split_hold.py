@@ -53,6 +53,7 @@ def hold_range(url: DbUrl, schema: TableSchema, key_range: KeyRange, kind: str, 
                 cur.execute(f"SELECT {columns} FROM {table} WHERE {where} ORDER BY {order} LOCK IN SHARE MODE")
             else:
                 cur.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT_SECS}s'")
+                cur.execute("SET LOCAL extra_float_digits = 3")  # real and double exactly, before PostgreSQL 12 too
                 cur.execute(f"LOCK TABLE {table} IN SHARE MODE")
                 cur.execute(f"SELECT {columns} FROM {table} WHERE {where} ORDER BY {order}")
             rows = [tuple(r) for r in cur.fetchall()]
