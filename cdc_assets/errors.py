@@ -49,6 +49,14 @@ class PlanError(CdcError):
     """The frozen split plan and the request disagree."""
 
 
+class SourceBusy(CdcError):
+    """The source refused a lock in time: a deadlock, or the lock wait ran out (transient, worth retrying)."""
+
+    def __init__(self, message: str, hint: str, conflict: str) -> None:
+        super().__init__(message, hint)
+        self.conflict = conflict  # DEADLOCK or LOCK_WAIT_TIMEOUT
+
+
 class PositionLost(CdcError):
     """The log position to resume from no longer exists (purged binlog, dropped slot)."""
 
