@@ -19,7 +19,7 @@ from cdc_assets.defs.resources import CdcTask, task_spark
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.engine import verify_hold
+from cdc_assets.engine import verify_hold, verify_sync
 from cdc_assets.engine.verify import FAILED, INCONCLUSIVE, PASSED, verify_table
 from cdc_assets_tests.support import cli_command, snapshot_all, source_database, write_config
 
@@ -330,10 +330,12 @@ def test_a_source_too_busy_for_every_try_is_inconclusive(task, servers, monkeypa
     assert check.status == PASSED and check.retries == 0, check.line()
 
 
-def test_verify_without_a_running_sync_says_so_once_at_once(tmp_path, servers, unique_name, pg_target, spark):
+def test_verify_without_a_running_sync_says_so_once_at_once(tmp_path, servers, unique_name, pg_target, spark,
+                                                             monkeypatch):
     """As an operator runs it: `cdc-assets verify` while no sync runs and the source moved on since the last
-    checkpoint says so once (not per split, not after each split's --wait), with the way out, exit 3. Once a sync
-    caught up (and stopped), the same command compares every split."""
+    checkpoint says so once (not per split, not after each split's --wait), with the way out, exit 3: after one
+    --wait while the checkpoint is fresh (a sync launched run by run may be between two runs), at once when it is
+    stale. Once a sync caught up (and stopped), the same command compares every split."""
     with source_database(servers, "mysql", unique_name, MYSQL_SEED) as conn:
         path = write_config(tmp_path, servers, task_id=f"vn_{unique_name}", source="mysql", source_db=unique_name,
                             tables=[f"{unique_name}.items"], target="postgres", target_db=pg_target[0],
@@ -360,6 +362,12 @@ def test_verify_without_a_running_sync_says_so_once_at_once(tmp_path, servers, u
             assert not any(s.id in cli.stdout for s in splits), cli.stdout
             assert elapsed < wait + 30, f"{elapsed:.1f} s: it waited for a checkpoint that could not move"
             print(f"verify without a sync: {elapsed:.1f} s for {len(splits)} splits, --wait {wait}")
+
+            monkeypatch.setattr(verify_sync, "STALE_SECS", 0.0)  # as if the last sync ended long ago
+            started = time.monotonic()
+            state = verify_sync.sync_state(rt, wait)
+            assert state.blocked.startswith("no sync is running") and "is behind the source's log end" in state.blocked
+            print(f"with a stale checkpoint: {time.monotonic() - started:.2f} s")
 
             sync(rt, until_caught_up=True)  # the way out; caught up, a stopped sync leaves nothing to wait for
             cli = subprocess.run(cli_command(path, "verify", "--wait", str(wait)), capture_output=True, text=True,
