@@ -72,7 +72,9 @@ def _parser() -> argparse.ArgumentParser:
     ver = sub.add_parser("verify", help="compare each split's rows in source and target at one log position (a sync must "
                                         "be running); exit 1 when a split differs")
     ver.add_argument("--table", action="append", help="only this table (repeatable; default: every table)")
-    ver.add_argument("--wait", type=float, default=120.0, help="seconds to wait for the checkpoint (default 120)")
+    ver.add_argument("--wait", type=float, default=120.0,
+                     help="seconds to wait for the running sync's checkpoint (default 120); without a sync, verify "
+                          "says so at once")
     ver.set_defaults(func=cmd_verify)
     savepoint = sub.add_parser("savepoint", help="create, list, roll back to or delete a savepoint of the target "
                                                  "tables and the task's positions")
@@ -289,7 +291,8 @@ def cmd_reset(args) -> int:
 def cmd_verify(args) -> int:
     from cdc_assets.core.tables import TableId
     from cdc_assets.engine.runtime import TaskRuntime
-    from cdc_assets.engine.verify import FAILED, INCONCLUSIVE, verify_table
+    from cdc_assets.engine.verify import FAILED, INCONCLUSIVE, summary_lines, verify_table
+    from cdc_assets.engine.verify_sync import sync_state
 
     config, _ = _config(args)
     tables = [TableId.parse(t) for t in args.table] if args.table else config.source.table_ids
@@ -298,13 +301,19 @@ def cmd_verify(args) -> int:
         raise CdcError(f"not a table of the task: {', '.join(unknown)}", "name a table of source.tables")
     runtime = TaskRuntime(config)
     try:
-        checks = [c for t in tables for c in verify_table(runtime, t, wait_secs=args.wait)]
+        state = sync_state(runtime, args.wait)  # once for every table: no split waits for a sync that is not there
+        if state.blocked:
+            print(f"INCONCLUSIVE: {state.blocked}")
+            return 3
+        checks = [c for t in tables for c in verify_table(runtime, t, wait_secs=args.wait, state=state)]
     finally:
         runtime.close()
-    for check in checks:
-        print(check.line())
+    for line in summary_lines(checks):
+        print(line)
     statuses = {c.status for c in checks}
-    print(f"{sum(c.status == 'passed' for c in checks)}/{len(checks)} splits equal")
+    retries = sum(c.retries for c in checks)
+    busy = f"; the source refused the hold {retries} times (deadlock or lock wait timeout), retried" if retries else ""
+    print(f"{sum(c.status == 'passed' for c in checks)}/{len(checks)} splits equal{busy}")
     return 1 if FAILED in statuses else 3 if INCONCLUSIVE in statuses else 0
 
 

@@ -56,6 +56,14 @@ class PlanError(CdcError):
     reset). Way out: `cdc-assets plan` and `snapshot` first, or `plan --replan` (docs/concepts/snapshot.md)."""
 
 
+class SourceBusy(CdcError):
+    """The source refused a lock in time: a deadlock, or the lock wait ran out (transient, worth retrying)."""
+
+    def __init__(self, message: str, hint: str, conflict: str) -> None:
+        super().__init__(message, hint)
+        self.conflict = conflict  # DEADLOCK or LOCK_WAIT_TIMEOUT
+
+
 class PositionLost(CdcError):
     """The log position to resume from no longer exists (purged binlog, dropped or invalidated slot, an expired
     resume token). Way out: re-plan and re-snapshot with `cdc-assets plan --replan`; keep the log longer than

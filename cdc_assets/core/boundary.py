@@ -177,10 +177,11 @@ class SnapshotSource(Protocol):
     def present_keys(self, schema: TableSchema, keys: list[tuple]) -> set[tuple]:
         """Which of `keys` the source holds now, compared exactly (byte for byte, not by collation)."""
 
-    def hold_split(self, schema: TableSchema, key_range: KeyRange, kind: str,
-                   target: TargetFormat | None = None) -> ContextManager[Any]:
+    def hold_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat | None = None,
+                   lock_wait_secs: float = ...) -> ContextManager[Any]:
         """Hold the range still (no transaction can change a row of it) until the block ends; the held object's
-        `rows` are the range's rows read under the hold, each column as `target` compares it (None: the key)."""
+        `rows` are the range's rows read under the hold, each column as `target` compares it (None: the key).
+        Raises SourceBusy when the hold is not granted within `lock_wait_secs` or loses a deadlock."""
 
     def close(self) -> None: ...
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import math
 import struct
 import uuid
 from dataclasses import dataclass, field
@@ -41,9 +42,13 @@ def canonical(value: Any, kind: Kind) -> str:
     if isinstance(value, Decimal):
         # The target may declare a wider scale (unconstrained numeric -> decimal(65,30)): compare the number.
         return format(value.normalize(), "f") if value.is_finite() else str(value)
+    if isinstance(value, float) and kind == Kind.FLOAT32:
+        # A single-precision value arrives as the double that holds it exactly (the sources' `compared_columns` and
+        # sinks/range_read.py read it so) or as PostgreSQL's shortest text of it: both round to one single, whose
+        # 9 digits tell every single apart. A double beyond any single (a wider target column) stays itself.
+        single = struct.unpack("f", struct.pack("f", value))[0]
+        return format(single, ".9g") if math.isinf(single) == math.isinf(value) else repr(value)
     if isinstance(value, float):
-        if kind == Kind.FLOAT32:  # one driver reads FLOAT as the server's short text, another as its double value
-            return format(struct.unpack("f", struct.pack("f", value))[0], ".9g")
         return repr(value)
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:

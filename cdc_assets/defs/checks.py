@@ -7,7 +7,7 @@ from cdc_assets.config import TaskConfig
 from cdc_assets.core.tables import TableId
 from cdc_assets.defs.names import asset_key, partitions_def
 from cdc_assets.defs.resources import CdcTask
-from cdc_assets.engine.verify import FAILED, INCONCLUSIVE, SplitCheck, verify_table
+from cdc_assets.engine.verify import FAILED, INCONCLUSIVE, SplitCheck, summary_lines, verify_table
 from cdc_assets.errors import CdcError
 
 SPLIT_CHECK = "split_matches_source"
@@ -69,10 +69,12 @@ def _result(checks: list[SplitCheck]) -> dg.AssetCheckResult:
         "source_rows": dg.MetadataValue.int(sum(c.source_rows for c in checks)),
         "target_rows": dg.MetadataValue.int(sum(c.target_rows for c in checks)),
         "held_secs_max": dg.MetadataValue.float(round(max((c.held_secs for c in checks), default=0.0), 3)),
-        "per_split": dg.MetadataValue.md("\n".join(f"- {c.line()}" for c in checks)),
+        # Holds the source's writers refused (deadlock, lock wait timeout) and that were taken again.
+        "busy_retries": dg.MetadataValue.int(sum(c.retries for c in checks)),
+        "per_split": dg.MetadataValue.md("\n".join(f"- {line}" for line in summary_lines(checks))),
     }
     if failed:
         return dg.AssetCheckResult(passed=False, metadata=metadata, description="; ".join(c.line() for c in failed))
     # Inconclusive is not a mismatch: a warning that says what the check waited for.
     return dg.AssetCheckResult(passed=not unknown, metadata=metadata, severity=dg.AssetCheckSeverity.WARN,
-                               description="; ".join(c.line() for c in unknown) or None)
+                               description="; ".join(summary_lines(unknown)) or None)

@@ -78,3 +78,21 @@ def _acquire(fd: int, config: TaskConfig, doing: str, wait: float, path) -> None
             log.warning("task %s: %s holds its checkpoint; %s waits up to %.0f s", config.task_id, holder, doing, wait)
             told = True
         time.sleep(POLL_SECS)
+
+
+def lease_holder(config: TaskConfig) -> str | None:
+    """Who holds the task's lease now ("sync (pid 4242)"), or None when nobody does. Takes nothing: a shared
+    flock that is released at once, which only an exclusive holder refuses."""
+    try:
+        fd = os.open(config.data_dir / f"{config.task_id}.{LOCK_FILE}", os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)

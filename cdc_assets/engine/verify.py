@@ -12,7 +12,9 @@ So each split is compared *at one log position*, without stopping the log phase:
     5. read the range in the target (`Sink.range_rows`) and compare row digests (core/row_digest.py); release the hold
 
 Writers of the range (PostgreSQL: of the table) wait from 2 to 5: about one checkpoint interval of the running
-sync. A check that cannot reach step 5 (no sync running, checkpoint not moving, table not in the log phase yet)
+sync. Whether a sync runs is decided once, before any split (engine/verify_sync.py); the hold is taken again when
+the source's writers refuse it (a deadlock, its short lock wait ran out: engine/verify_hold.py). A check that
+cannot reach step 5 (no sync running, checkpoint not moving, table not in the log phase yet, the source too busy)
 is *inconclusive*, never a mismatch. The result is recorded (`SplitVerify` records in the position store); a
 split that failed is read again by its next materialization (engine/repair.py).
 """
@@ -21,17 +23,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from cdc_assets.core.positions import Position, is_before
 from cdc_assets.core.row_digest import SplitDiff, compare, digest, key_text
 from cdc_assets.core.splits import Split, SplitPlan
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.planning import describe
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.errors import PlanError
+from cdc_assets.engine.verify_hold import HOLD_WAIT_SECS, Refusals, held
+from cdc_assets.engine.verify_sync import SyncState, sync_state, wait_for
+from cdc_assets.errors import PlanError, SourceBusy
 from cdc_assets.resumer.records import SPLIT_VERIFY, PositionRecord, now_text
 
 WAIT_SECS = 120.0  # default wait for the checkpoint, at each of steps 1 and 4
-POLL_SECS = 0.2
 
 PASSED, FAILED, INCONCLUSIVE = "passed", "failed", "inconclusive"
 
@@ -46,31 +48,41 @@ class SplitCheck:
     position: str = ""  # the log position both sides were compared at
     seconds: float = 0.0
     held_secs: float = 0.0  # how long the source range was held
+    retries: int = 0  # holds the source refused (deadlock, lock wait timeout) before one was granted or we gave up
+    refusals: str = ""  # e.g. "2 deadlocks, 1 lock wait timeout"
 
     def line(self) -> str:
         at = f" at {self.position}" if self.position else ""
-        return f"{self.split_id}: {self.status.upper()}{at}: {self.detail} ({self.seconds:.1f} s, held {self.held_secs:.2f} s)"
+        busy = f", source busy: {self.retries} retries ({self.refusals})" if self.retries else ""
+        return (f"{self.split_id}: {self.status.upper()}{at}: {self.detail} ({self.seconds:.1f} s, held "
+                f"{self.held_secs:.2f} s{busy})")
 
 
 def verify_table(rt: TaskRuntime, table: TableId, split_ids: list[str] | None = None,
-                 wait_secs: float = WAIT_SECS) -> list[SplitCheck]:
-    """Verify the given splits of `table` (default: every split) one after the other, recording each result."""
+                 wait_secs: float = WAIT_SECS, state: SyncState | None = None) -> list[SplitCheck]:
+    """Verify the given splits of `table` (default: every split) one after the other, recording each result.
+    `state`: the sync's state as the caller decided it for several tables (default: decided here)."""
     rt.one_target("verification")
     plan = rt.plans.load(table)
     if plan is None:
         raise PlanError(f"{table} has no split plan", "run `cdc-assets plan` and `cdc-assets snapshot` first")
-    schema = describe(rt, table)
     splits = [plan.split(s) for s in split_ids] if split_ids else plan.splits
-    checks = [_verify_split(rt, plan, schema, s, wait_secs) for s in splits]
+    state = state or sync_state(rt, wait_secs)
+    if state.blocked:
+        return [SplitCheck(s.id, INCONCLUSIVE, state.blocked) for s in splits]
+    schema = describe(rt, table)
+    checks = [_verify_split(rt, plan, schema, s, state.split_wait) for s in splits]
     _record(rt, checks)
     return checks
 
 
 def _verify_split(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, split: Split, wait_secs: float) -> SplitCheck:
     started = time.monotonic()
+    refusals = Refusals()
 
     def result(status: str, detail: str, **more) -> SplitCheck:
-        return SplitCheck(split.id, status, detail, seconds=time.monotonic() - started, **more)
+        return SplitCheck(split.id, status, detail, seconds=time.monotonic() - started, retries=len(refusals),
+                          refusals=str(refusals), **more)
 
     finished = rt.resumer.finished([split.id])
     if split.id not in finished:
@@ -78,22 +90,27 @@ def _verify_split(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, split: 
     why = _not_applied(rt, schema.table)
     if why:
         return result(INCONCLUSIVE, why)
-    if not _wait_for(rt, rt.source.current_position(), wait_secs):
+    if not wait_for(rt, rt.source.current_position(), wait_secs)[0]:
         return result(INCONCLUSIVE, f"the checkpoint did not reach the source's log end within {wait_secs:.0f} s: "
                       "run `cdc-assets sync` (or let the incremental sensor launch its runs) and verify again")
     kinds = [c.kind for c in schema.columns]
     key_at = [i for k in schema.primary_key for i, c in enumerate(schema.columns) if c.name == k]
     keys = [kinds[i] for i in key_at]
-    with rt.source.hold_split(schema, split.range, plan.key_kind, rt.sink.target_format()) as held:
-        held_at = time.monotonic()
-        position = rt.source.current_position()
-        source = {key_text([r[i] for i in key_at], keys): digest(r, kinds) for r in held.rows}
-        if not _wait_for(rt, position, wait_secs):
-            return result(INCONCLUSIVE, f"the checkpoint did not reach {position} within {wait_secs:.0f} s",
-                          held_secs=time.monotonic() - held_at)
-        target_rows = rt.sink.range_rows(schema, split.range, plan.key_kind, rt.config.source.db_type,
-                                         [tuple(r[i] for i in key_at) for r in held.rows])
-        held_secs = time.monotonic() - held_at
+    try:
+        with held(rt, schema, plan, split, refusals) as hold:
+            held_at = time.monotonic()
+            position = rt.source.current_position()
+            source = {key_text([r[i] for i in key_at], keys): digest(r, kinds) for r in hold.rows}
+            if not wait_for(rt, position, wait_secs)[0]:
+                return result(INCONCLUSIVE, f"the checkpoint did not reach {position} within {wait_secs:.0f} s",
+                              held_secs=time.monotonic() - held_at)
+            target_rows = rt.sink.range_rows(schema, split.range, plan.key_kind, rt.config.source.db_type,
+                                             [tuple(r[i] for i in key_at) for r in hold.rows])
+            held_secs = time.monotonic() - held_at
+    except SourceBusy:
+        return result(INCONCLUSIVE, f"the source was busy: its writers refused the hold of this range "
+                      f"{len(refusals)} times ({refusals}; each try waits {HOLD_WAIT_SECS:.0f} s at most): verify "
+                      "again when fewer transactions write the table")
     target = {key_text([r[i] for i in key_at], keys): digest(r, kinds) for r in target_rows}
     raw_keys = {key_text([r[i] for i in key_at], keys): tuple(r[i] for i in key_at) for r in target_rows}
     diff = _settle_foreign_keys(rt, schema, plan, compare(source, target), raw_keys)
@@ -112,18 +129,6 @@ def _not_applied(rt: TaskRuntime, table: TableId) -> str:
     if table not in schemas:
         return f"{table} is not applied by the log phase yet (it waits for its snapshot)"
     return ""
-
-
-def _wait_for(rt: TaskRuntime, position: Position, wait_secs: float) -> bool:
-    """Until the checkpoint is at or past `position`, at most `wait_secs`."""
-    deadline = time.monotonic() + wait_secs
-    while True:
-        checkpoint = rt.resumer.checkpoint()
-        if checkpoint is not None and not is_before(checkpoint.position, position):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(POLL_SECS)
 
 
 def _settle_foreign_keys(rt: TaskRuntime, schema: TableSchema, plan: SplitPlan, diff: SplitDiff,
@@ -152,6 +157,22 @@ def _record(rt: TaskRuntime, checks: list[SplitCheck]) -> None:
         "high_watermark": finished[c.split_id].position_data.get("high_watermark") if c.split_id in finished else None,
     }) for c in checks]
     rt.resumer.record(records)
+
+
+def summary_lines(checks: list[SplitCheck]) -> list[str]:
+    """One line per split, except that splits inconclusive for one and the same reason (no sync running, decided
+    before any split) share one line: the reason is said once."""
+    lines: list[str] = []
+    shared: dict[str, list[str]] = {}
+    for check in checks:
+        if check.status == INCONCLUSIVE and not check.retries:
+            shared.setdefault(check.detail, []).append(check.split_id)
+        else:
+            lines.append(check.line())
+    for detail, ids in shared.items():
+        named = ids[0] if len(ids) == 1 else f"{ids[0]} .. {ids[-1]} ({len(ids)} splits)"
+        lines.append(f"{named}: INCONCLUSIVE: {detail}")
+    return lines
 
 
 def last_results(rt: TaskRuntime, split_ids: list[str]) -> dict[str, PositionRecord]:

@@ -14,7 +14,6 @@ from cdc_assets.core.boundary import SPLIT_COLUMN, RowExport, SplitRanges, Targe
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.keys import order_agrees, range_predicate
 from cdc_assets.core.positions import is_before
-from cdc_assets.core.row_digest import key_text
 from cdc_assets.core.splits import KeyRange
 from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
@@ -22,6 +21,7 @@ from cdc_assets.dbapi.connect import connect, qualified, quote_ident
 from cdc_assets.dbapi.jdbc import jdbc_for
 from cdc_assets.dbapi.transaction import transaction
 from cdc_assets.errors import REPLAN_HINT, TableError
+from cdc_assets.sinks import range_read
 from cdc_assets.sinks.split_locks import SplitLocks
 
 
@@ -272,29 +272,7 @@ class SqlSink:
 
     def range_rows(self, schema: TableSchema, key_range: KeyRange, kind: str, source_db_type: str,
                    source_keys: list[tuple]) -> list[tuple]:
-        """The target's rows of a split's range (every column, schema order) for verification: by the target's
-        own order when it agrees with the source's; otherwise also the source's `source_keys` it did not put in
-        the range, looked up one by one (text keys: another collation)."""
-        columns = ", ".join(self.q(c.name) for c in schema.columns)
-        table = self.table_sql(schema.table)
-        key_at = [i for k in schema.primary_key for i, c in enumerate(schema.columns) if c.name == k]
-        kinds = [schema.columns[i].kind for i in key_at]
-        conn = connect(self.url)
-        try:
-            with conn.cursor() as cur:
-                where = range_predicate(self.q(schema.split_column.name), key_range, kind, self.db_type)
-                cur.execute(f"SELECT {columns} FROM {table} WHERE {where}")
-                rows = list(cur.fetchall())
-                if not self.check_key_order(kind, source_db_type):
-                    seen = {key_text([r[i] for i in key_at], kinds) for r in rows}
-                    match = " AND ".join(f"{self.q(k)} = %s" for k in schema.primary_key)
-                    for key in source_keys:
-                        if key_text(list(key), kinds) not in seen:
-                            cur.execute(f"SELECT {columns} FROM {table} WHERE {match}", list(key))
-                            rows += cur.fetchall()
-        finally:
-            conn.close()
-        return rows
+        return range_read.range_rows(self, schema, key_range, kind, source_db_type, source_keys)
 
     def close(self) -> None:
         self.conn.close()

@@ -15,7 +15,7 @@ from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, qualified, quote_ident
 from cdc_assets.errors import CdcError, TableError
-from cdc_assets.sources.split_hold import hold_range
+from cdc_assets.sources.split_hold import LOCK_WAIT_SECS, hold_range
 
 EVEN_FACTOR = (0.05, 1000.0)
 PRESENT_CHUNK = 1000  # keys per lookup in present_keys
@@ -186,11 +186,12 @@ class SqlSource:
         return None
 
     # -- verification
-    def hold_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat | None = None):
+    def hold_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat | None = None,
+                   lock_wait_secs: float = LOCK_WAIT_SECS):
         """Hold the split's range still on this source (split_hold.py) and read its rows under the hold as
         `target` compares them (None: the key columns only)."""
         select = None if target is None else self.compared_columns(schema, target)
-        return hold_range(self.url, schema, key_range, kind, select)
+        return hold_range(self.url, schema, key_range, kind, select, lock_wait_secs)
 
     def compared_columns(self, schema: TableSchema, target: TargetFormat) -> list[str]:
         """Each column as verification reads it: as stored, unless a source renders it for that target."""

@@ -19,7 +19,8 @@ from cdc_assets.defs.resources import CdcTask, task_spark
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.engine.verify import FAILED, PASSED, verify_table
+from cdc_assets.engine import verify_hold, verify_sync
+from cdc_assets.engine.verify import FAILED, INCONCLUSIVE, PASSED, verify_table
 from cdc_assets_tests.support import cli_command, snapshot_all, source_database, write_config
 
 ROWS = 600
@@ -214,4 +215,164 @@ def test_text_keys_whose_order_differs_in_the_target(tmp_path, servers, unique_n
             stop.set()
             thread.join(60)
             syncer.close()
+            rt.close()
+
+
+LO, HI, MOVE = 20, 180, 100_000  # two rows of split 0; a key moved by MOVE lands past every split's rows
+
+
+class Churner(threading.Thread):
+    """Transactions that change a key and delete and re-insert a row of split 0, locking HI before LO, as verify's
+    ascending locking read never does, and holding them a while (one in four past the hold's 1 s lock wait). Each
+    has the sync apply it like any other change. Its own deadlocks and lock wait timeouts roll it back."""
+
+    def __init__(self, servers, kind: str, ns: str) -> None:
+        super().__init__(daemon=True)
+        server = servers.mariadb if kind == "mysql" else servers.postgres
+        self.conn = server.connect(ns)
+        self.table = "items" if kind == "mysql" else f"{ns}.items"
+        self.halt = threading.Event()
+        self.commits = self.refused = 0
+
+    def run(self) -> None:
+        t = self.table
+        with self.conn.cursor() as cur:
+            while not self.halt.is_set():
+                try:
+                    cur.execute("BEGIN")
+                    cur.execute(f"UPDATE {t} SET id = id + {MOVE} WHERE id = %s", (HI,))
+                    time.sleep(1.3 if self.commits % 4 == 3 else 0.2)
+                    cur.execute(f"DELETE FROM {t} WHERE id = %s", (LO,))
+                    cur.execute(f"INSERT INTO {t} (id, name, price) VALUES (%s, %s, 1.5)", (LO, f"again {self.commits}"))
+                    cur.execute(f"UPDATE {t} SET id = id - {MOVE} WHERE id = %s", (HI + MOVE,))
+                    cur.execute("COMMIT")
+                    self.commits += 1
+                except Exception:  # noqa: BLE001 - chosen as a deadlock's victim, or our own lock wait ran out
+                    cur.execute("ROLLBACK")
+                    self.refused += 1
+                time.sleep(0.4)  # a writer that never lets go of the range leaves verify inconclusive (tested below)
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(60)
+        self.conn.close()
+
+
+def test_a_busy_source_is_retried_and_counted_never_a_traceback(task, servers):
+    """A writer changing keys and deleting and re-inserting rows of the verified range makes the hold's locking
+    read deadlock or time out: verify takes the hold again, counts it, and its verdicts stay right."""
+    path, config, rt, kind, ns, target, writer = task
+    table = config.source.table_ids[0]
+    first = rt.plans.load(table).splits[0]
+    assert first.range.start is None and first.range.end > HI
+    bad = f"{table}:0001"
+    with target.cursor() as cur:
+        cur.execute(f'UPDATE "{ns}".items SET name = %s WHERE id = %s', ("corrupted", CORRUPT))
+    churner = Churner(servers, kind, ns)
+    churner.start()
+    try:
+        refusals = []
+        for _ in range(8):  # until the hold was refused a few times; every round's verdicts must be right
+            checks = verify_table(rt, table, wait_secs=60)
+            assert {c.split_id: c.status for c in checks} == {c.split_id: FAILED if c.split_id == bad else PASSED
+                                                              for c in checks}, [c.line() for c in checks]
+            refusals += [c.refusals for c in checks if c.retries]
+            if len(refusals) >= 3 and (kind != "mysql" or any("deadlock" in r for r in refusals)):
+                break
+        assert refusals, "the churner never got in the hold's way"
+        if kind == "mysql":  # InnoDB chose the hold as a deadlock's victim; PostgreSQL's LOCK TABLE only waits
+            assert any("deadlock" in r for r in refusals), refusals
+        cli = subprocess.run(cli_command(path, "verify", "--wait", "60"), capture_output=True, text=True,
+                             timeout=300)
+        assert cli.returncode == 1 and "Traceback" not in cli.stderr, cli.stderr
+        assert f"{bad}: FAILED" in cli.stdout and f"{table}:0000: PASSED" in cli.stdout, cli.stdout
+    finally:
+        churner.stop()
+    print(f"{kind}: hold refusals {refusals}; churner {churner.commits} commits, {churner.refused} refused")
+    assert churner.commits > 3
+
+
+def test_a_source_too_busy_for_every_try_is_inconclusive(task, servers, monkeypatch):
+    """A transaction that keeps a row of split 0 locked past every try: the split is inconclusive, "the source was
+    busy", in verify and in the split check's result and metadata; once it ends, the split passes."""
+    path, config, rt, kind, ns, target, writer = task
+    monkeypatch.setattr(verify_hold, "BUSY_TRIES", 2)
+    table = config.source.table_ids[0]
+    split = f"{table}:0000"
+    server = servers.mariadb if kind == "mysql" else servers.postgres
+    blocker = server.connect(ns)
+    try:
+        with blocker.cursor() as cur:
+            cur.execute("BEGIN")
+            cur.execute(f"UPDATE {'items' if kind == 'mysql' else ns + '.items'} SET name = 'held' WHERE id = %s",
+                        (LO,))
+            [check] = verify_table(rt, table, [split], wait_secs=60)
+            assert check.status == INCONCLUSIVE and check.detail.startswith("the source was busy"), check.line()
+            assert check.retries == 2 and "lock wait timeout" in check.refusals, check.line()
+
+            defs = build_definitions(config, str(path))
+            asset = defs.get_assets_def(asset_key(config.task_id, table))
+            split_check = defs.get_asset_checks_def(dg.AssetCheckKey(asset.key, SPLIT_CHECK))
+            resources = {"cdc_task": CdcTask(config_path=str(path)), "pyspark": task_spark(config)}
+            with dg.instance_for_test() as instance:
+                register(instance, config.task_id, [tp.plan for tp in ensure_plans(rt)])
+                result = dg.materialize([asset, split_check], instance=instance, resources=resources,
+                                        selection=dg.AssetSelection.checks(split_check),
+                                        tags={"dagster/partition": split})
+                [evaluation] = result.get_asset_check_evaluations()
+            assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.WARN
+            assert evaluation.metadata["busy_retries"].value == 2
+            assert "the source was busy" in evaluation.description
+            cur.execute("ROLLBACK")
+    finally:
+        blocker.close()
+    [check] = verify_table(rt, table, [split], wait_secs=60)
+    assert check.status == PASSED and check.retries == 0, check.line()
+
+
+def test_verify_without_a_running_sync_says_so_once_at_once(tmp_path, servers, unique_name, pg_target, spark,
+                                                             monkeypatch):
+    """As an operator runs it: `cdc-assets verify` while no sync runs and the source moved on since the last
+    checkpoint says so once (not per split, not after each split's --wait), with the way out, exit 3: after one
+    --wait while the checkpoint is fresh (a sync launched run by run may be between two runs), at once when it is
+    stale. Once a sync caught up (and stopped), the same command compares every split."""
+    with source_database(servers, "mysql", unique_name, MYSQL_SEED) as conn:
+        path = write_config(tmp_path, servers, task_id=f"vn_{unique_name}", source="mysql", source_db=unique_name,
+                            tables=[f"{unique_name}.items"], target="postgres", target_db=pg_target[0],
+                            snapshot={"split_size": 150}, pipeline={"checkpoint_interval_secs": 0.3})
+        config = load_config(path)
+        rt = TaskRuntime(config)
+        rt.adopt_spark(spark)
+        try:
+            snapshot_all(rt)
+            splits = rt.plans.load(config.source.table_ids[0]).splits
+            assert len(splits) >= 4
+            sync(rt, until_caught_up=True)
+            with conn.cursor() as cur:
+                cur.execute("UPDATE items SET name = 'later' WHERE id = 7")  # the checkpoint is behind now
+            wait = 10
+            started = time.monotonic()
+            cli = subprocess.run(cli_command(path, "verify", "--wait", str(wait)), capture_output=True, text=True,
+                                 timeout=300)
+            elapsed = time.monotonic() - started
+            assert cli.returncode == 3, cli.stderr
+            lines = cli.stdout.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("INCONCLUSIVE: no sync is running"), cli.stdout
+            assert "cdc-assets sync" in lines[0] and "sensor" in lines[0], lines[0]
+            assert not any(s.id in cli.stdout for s in splits), cli.stdout
+            assert elapsed < wait + 30, f"{elapsed:.1f} s: it waited for a checkpoint that could not move"
+            print(f"verify without a sync: {elapsed:.1f} s for {len(splits)} splits, --wait {wait}")
+
+            monkeypatch.setattr(verify_sync, "STALE_SECS", 0.0)  # as if the last sync ended long ago
+            started = time.monotonic()
+            state = verify_sync.sync_state(rt, wait)
+            assert state.blocked.startswith("no sync is running") and "is behind the source's log end" in state.blocked
+            print(f"with a stale checkpoint: {time.monotonic() - started:.2f} s")
+
+            sync(rt, until_caught_up=True)  # the way out; caught up, a stopped sync leaves nothing to wait for
+            cli = subprocess.run(cli_command(path, "verify", "--wait", str(wait)), capture_output=True, text=True,
+                                 timeout=300)
+            assert cli.returncode == 0, cli.stdout + cli.stderr
+            assert f"{len(splits)}/{len(splits)} splits equal" in cli.stdout, cli.stdout
+        finally:
             rt.close()

@@ -2,6 +2,7 @@
 through psycopg2 from PostgreSQL (each value in the form that driver returns it) has one digest; any change of
 a value changes it."""
 import datetime as dt
+import struct
 import uuid
 from decimal import Decimal
 
@@ -51,3 +52,29 @@ def test_compare_names_missing_extra_and_changed_keys():
     assert diff.summary() == ("source 3 rows, target 3: missing in the target 1 (1), extra in the target 1 (4), "
                               "different 1 (3)")
     assert compare(source, dict(source)).equal
+
+
+def _next_single(value: float) -> float:
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    return struct.unpack("<f", struct.pack("<I", bits + 1))[0]
+
+
+# A FLOAT/real value as the MySQL side reads it (CAST AS DOUBLE: the single held exactly) and as psycopg2 parses
+# PostgreSQL's shortest text of the same single.
+SINGLES = [(1.100000023841858, 1.1), (3.4028234663852886e38, 3.4028235e38), (16777216.0, 16777216.0),
+           (-1.1754943508222875e-38, -1.1754944e-38), (-0.0, -0.0)]
+
+
+def test_a_single_read_exactly_or_as_its_shortest_text_is_one_value():
+    for exact, text in SINGLES:
+        assert canonical(exact, Kind.FLOAT32) == canonical(text, Kind.FLOAT32), exact
+
+
+def test_the_next_single_and_special_values_are_told_apart():
+    for exact, _ in SINGLES:
+        assert canonical(_next_single(exact), Kind.FLOAT32) != canonical(exact, Kind.FLOAT32), exact
+    specials = [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 3.5e38]
+    for kind in (Kind.FLOAT32, Kind.FLOAT64):
+        texts = [canonical(v, kind) for v in specials]
+        assert len(set(texts)) == len(specials), texts
+        assert canonical(float("nan"), kind) == canonical(float("nan"), kind)

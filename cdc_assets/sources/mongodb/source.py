@@ -120,7 +120,8 @@ class MongoSource:
                 found.update(_comparable(to_key(doc, spec)[0]) for doc in coll.find({ID: {"$in": ids}}, {ID: 1}))
         return {key for key in keys if _comparable(key[0]) in found}
 
-    def hold_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat | None = None):
+    def hold_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat | None = None,
+                   lock_wait_secs: float = 0.0):
         # MongoDB has no lock that keeps writers out of an `_id` range, which the verification and repair rely on.
         raise CdcError(f"verification and split repair of {schema.table} are not supported for a MongoDB source yet",
                        "re-snapshot the collection (`cdc-assets plan --replan`, then snapshot) to make the target "

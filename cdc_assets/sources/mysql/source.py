@@ -186,6 +186,9 @@ class MysqlSource(SqlSource):
     def select_expr(self, column: Column, target_db_type: str) -> tuple[str, bool]:
         return types.select_expr(column, self.quote(column.name))
 
+    def compared_columns(self, schema: TableSchema, target: TargetFormat) -> list[str]:
+        return [types.compared_expr(c, self.quote(c.name)) for c in schema.columns]
+
     def copy_line(self, columns: list[Column], tag_sql: str, declared) -> str:
         return types.copy_line([f"({tag_sql})"] + [types.copy_field(c, self.quote(c.name), declared(c),
                                                                     self.flavour.mariadb) for c in columns])

@@ -91,6 +91,12 @@ def select_expr(column: Column, quoted: str) -> tuple[str, bool]:
     return f"CAST({quoted} AS CHAR)", True
 
 
+def compared_expr(column: Column, quoted: str) -> str:
+    """A column as verification reads it: FLOAT as its exact single-precision value; the server's text of a FLOAT
+    has 6 digits (3.40282e38, 16777200), which neither equals the target's value nor shows a change past them."""
+    return f"CAST({quoted} AS DOUBLE)" if column.kind == Kind.FLOAT32 else quoted
+
+
 # PostgreSQL COPY text format: fields split by TAB, NULL is \N, and backslash, TAB, LF, CR are escaped.
 _ESCAPED = r"REPLACE(REPLACE(REPLACE(REPLACE({x}, '\\', '\\\\'), '\t', '\\t'), '\n', '\\n'), '\r', '\\r')"
 # On MariaDB only a value holding one of them goes through the four REPLACEs: the test is one scan where the

@@ -140,7 +140,7 @@ class PostgresSource(SqlSource):
         # A MySQL target holds what PostgreSQL rendered as text for it (interval, money, ranges, arrays...):
         # compared as that text, by the snapshot's own expressions.
         if target.db_type == "mysql":
-            return [self.select_expr(c, target.db_type)[0] for c in schema.columns]
+            return [types.compared_for_mysql(c, self.quote(c.name)) for c in schema.columns]
         return super().compared_columns(schema, target)
 
     def select_expr(self, column: Column, target_db_type: str) -> tuple[str, bool]:

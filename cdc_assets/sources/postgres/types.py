@@ -71,6 +71,14 @@ def select_expr(column: Column, quoted: str, target_dialect: str) -> tuple[str, 
     return f"{quoted}::text", True
 
 
+def compared_for_mysql(column: Column, quoted: str) -> str:
+    """A column as verification compares it with a MySQL target: as the snapshot renders it for one; a float's
+    zero without its sign, since MySQL stores -0 as 0 (a target cannot hold what the comparison would miss)."""
+    if column.kind in (Kind.FLOAT32, Kind.FLOAT64):
+        return f"CASE WHEN {quoted} = 0 THEN 0::float8 ELSE {quoted}::float8 END"
+    return select_expr(column, quoted, "mysql")[0]
+
+
 # PostgreSQL COPY text format: fields split by TAB, NULL is \N, and backslash, TAB, LF, CR are escaped; BS, VT
 # and FF too, as `COPY ... TO` escapes them, so a line is the same bytes whichever renders it (CopyOutExport).
 _ESCAPED = (r"replace(replace(replace(replace(replace(replace(replace({x}, '\', '\\'), chr(9), '\t'), chr(10), '\n'), "
