@@ -602,7 +602,7 @@ class _Lane:
         if first is None:
             first = floor
         for table, table_changes in net.items():
-            table_changes.replaying_until = self._replaying_until(table, first)
+            table_changes.replaying_until, table_changes.floor = self._replaying_until(table, first), floor
             self.rt.sink.prepare_changes(self.schemas[table], table_changes)
         if self.pacer is not None:
             self.pacer.count(changes)
