@@ -8,6 +8,7 @@ from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.sources.mysql.ddl import ddl_tables
 from cdc_assets.sources.mysql.stream import SERVER_ID_MIN, default_server_id
 from cdc_assets.sources.mysql.values import converter, converters, normalise_image
+from cdc_assets.sources.mysql.zero_dates import ZERO_DATE
 
 
 def col(name: str, kind: Kind, native: str, **kw) -> Column:
@@ -32,7 +33,7 @@ def convert(column: Column, value):
     (col("j", Kind.JSON, "json"), b"just a string", '"just a string"'),
     (col("s", Kind.SET, "set('x','y','z')", values=("x", "y", "z")), {"z", "x"}, "x,z"),
     (col("s", Kind.SET, "set('it''s','b')", values=("it''s", "b")), {"b", "it's"}, "it's,b"),
-    (col("ts", Kind.TIMESTAMP, "timestamp(6)", precision=6), datetime(1970, 1, 1), None),  # zero timestamp
+    (col("ts", Kind.TIMESTAMP, "timestamp(6)", precision=6), datetime(1970, 1, 1), ZERO_DATE),  # zero timestamp
     (col("ts", Kind.TIMESTAMP, "timestamp(6)", precision=6), datetime(2024, 1, 1, 0, 0, 0, 500000),
      datetime(2024, 1, 1, 0, 0, 0, 500000)),  # naive UTC, as the snapshot's UTC session reads it
     (col("y", Kind.YEAR, "year(4)"), 1900, 0),  # YEAR 0000
