@@ -7,7 +7,8 @@ the source inserted (or moved) there later, and the moved row is under the new k
 target is in is decided from what the batch knows:
 
 - the target committed the move before (its move mark, `sinks.move_marks`): the row under the new key is the
-  moved one, further changed; none there: a later change removed it, and the replay gets to it;
+  moved one, further changed; none there: a later change removed it, or this replay did (an earlier part of the
+  same transaction deleting a key the target had filled again), and the batch stops;
 - the new key had no change earlier in the batch, so the source had no row there at the batch start: a target row
   under it means the target is past the move (a snapshot read it), and that row is the moved one;
 - otherwise the target's row under the old key is the one to copy, unless the move is within the snapshot's
@@ -25,6 +26,7 @@ class MoveSource(Enum):
     SUPERSEDED = "nothing: a snapshot read after the move, when the new key's row was gone again"
     LOST = "neither key holds the row: its unchanged columns are lost"
     AMBIGUOUS = "the old key's row may be the moved row or a later one: the batch cannot tell"
+    REPLAYED_AWAY = "the target applied the move before, and no longer holds the moved row under the new key"
 
 
 def move_source(*, origin_held: bool, new_held: bool, vacated: bool, refilled: bool, replaying: bool,
@@ -35,7 +37,9 @@ def move_source(*, origin_held: bool, new_held: bool, vacated: bool, refilled: b
     horizon (a snapshot read may be past it); `applied`: the target committed this move, or a later one, before
     (`sinks.move_marks`): it is past the move."""
     if applied:
-        return MoveSource.NEW_KEY if new_held else MoveSource.SUPERSEDED
+        # Gone from the new key: removed by a later change, or by this replay's own earlier part of a transaction
+        # handed out in parts (its delete of a key the target had filled again since); the two look alike.
+        return MoveSource.NEW_KEY if new_held else MoveSource.REPLAYED_AWAY
     if new_held and not vacated:
         return MoveSource.NEW_KEY
     if not origin_held:

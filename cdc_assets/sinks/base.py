@@ -136,8 +136,8 @@ class SqlSink:
                                  applied=applied(mark, point_of(move.position, changes.floor)))
             if source is MoveSource.SUPERSEDED:
                 continue
-            if source in (MoveSource.LOST, MoveSource.AMBIGUOUS):
-                raise self._move_error(schema, new, move, source)
+            if source in (MoveSource.LOST, MoveSource.AMBIGUOUS, MoveSource.REPLAYED_AWAY):
+                raise self._move_error(schema, new, move, source, changes.floor)
             if source is MoveSource.ORIGIN:
                 copies[new] = row
             updates[new] = move.columns
@@ -147,14 +147,17 @@ class SqlSink:
             self.move_marks.write(cursor, schema.table, after)
         return Moves(copies, updates)
 
-    def _move_error(self, schema: TableSchema, new: tuple, move, source: MoveSource) -> MoveIncomplete:
+    def _move_error(self, schema: TableSchema, new: tuple, move, source: MoveSource, floor) -> MoveIncomplete:
         missing = ", ".join(c.name for c in schema.columns if c.name not in move.columns)
-        why = ("the target on {url} holds neither key" if source is MoveSource.LOST else
-               "the move is replayed over the snapshot (at or before its high watermarks) and the batch fills the "
-               "old key again after it: the target's row under the old key on {url} may be the moved row or the "
-               "later one")
+        why = {MoveSource.LOST: "the target on {url} holds neither key",
+               MoveSource.AMBIGUOUS: "the move is replayed over the snapshot (at or before its high watermarks) and "
+               "the batch fills the old key again after it: the target's row under the old key on {url} may be the "
+               "moved row or the later one",
+               MoveSource.REPLAYED_AWAY: "the target on {url} applied the move before (a replay after a crash) but "
+               "no longer holds the row under the new key"}[source]
+        at = move.position if move.position is not None else f"the transaction committed after {floor}"
         return MoveIncomplete(
-            f"cannot move the row of {schema.table} from key {move.origin} to {new} at {move.position}: the log "
+            f"cannot move the row of {schema.table} from key {move.origin} to {new} at {at}: the log "
             f"leaves out its unchanged column(s) {missing} and " + why.format(url=self.url),
             f"{REPLAN_HINT}; ALTER TABLE {schema.table} REPLICA IDENTITY FULL on the source makes the log carry "
             "whole rows")

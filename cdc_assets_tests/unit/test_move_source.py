@@ -6,8 +6,9 @@ from cdc_assets.core.move_source import MoveSource, move_source
 from cdc_assets.core.positions import PgPosition
 from cdc_assets.sinks.move_marks import MovePoint, applied, newest, point_of
 
-ORIGIN, NEW_KEY, SUPERSEDED, LOST, AMBIGUOUS = (MoveSource.ORIGIN, MoveSource.NEW_KEY, MoveSource.SUPERSEDED,
-                                                MoveSource.LOST, MoveSource.AMBIGUOUS)
+ORIGIN, NEW_KEY, SUPERSEDED, LOST, AMBIGUOUS, REPLAYED_AWAY = (
+    MoveSource.ORIGIN, MoveSource.NEW_KEY, MoveSource.SUPERSEDED, MoveSource.LOST, MoveSource.AMBIGUOUS,
+    MoveSource.REPLAYED_AWAY)
 
 
 @pytest.mark.parametrize("origin_held, new_held, vacated, refilled, replaying, applied_, want", [
@@ -17,7 +18,7 @@ ORIGIN, NEW_KEY, SUPERSEDED, LOST, AMBIGUOUS = (MoveSource.ORIGIN, MoveSource.NE
     (True, True, False, True, True, False, NEW_KEY),  # ... read by the snapshot, with the re-inserted old key
     (True, True, True, False, False, False, ORIGIN),  # the new key freed earlier in the batch: its row is older
     (True, True, True, True, False, True, NEW_KEY),  # a swap the target committed before (its mark)
-    (True, False, True, True, False, True, SUPERSEDED),  # committed before, and the new key's row gone since
+    (True, False, True, True, False, True, REPLAYED_AWAY),  # committed before, and the new key's row gone since
     (False, True, True, False, False, False, NEW_KEY),
     (False, False, False, False, True, False, SUPERSEDED),  # the snapshot read after the move and a later delete
     (False, False, False, False, False, False, LOST),

@@ -71,7 +71,7 @@ def _moves(schema: TableSchema, changes: TableChanges, lookup: Lookup, target: s
             raise MoveIncomplete(
                 f"cannot move the document of {schema.table} from key {move.origin} to {new} at {move.position}: "
                 f"the log leaves out its unchanged column(s) {', '.join(missing)} and " +
-                (f"{target} holds neither key" if source is MoveSource.LOST else
+                (f"{target} holds neither key" if source is not MoveSource.AMBIGUOUS else
                  f"the batch fills the old key again while the snapshot may have read it: {target}'s document "
                  "under the old key may be the moved row or the later one"),
                 f"{REPLAN_HINT}; ALTER TABLE {schema.table} REPLICA IDENTITY FULL on the source makes the log carry "
