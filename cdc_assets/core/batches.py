@@ -78,6 +78,7 @@ class TableChanges:
     replaying_until: Position | None = None
     # Of a transaction's part: its changes are not positioned yet, but lie after this (TransactionPart.floor).
     floor: Position | None = None
+    in_parts: bool = False  # of a transaction handed out in parts, its earlier parts applied in the same transaction
     prepared: Any = None  # what the sink rendered of it ahead of applying it (Sink.prepare_changes)
 
     @property

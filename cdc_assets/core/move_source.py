@@ -7,8 +7,9 @@ the source inserted (or moved) there later, and the moved row is under the new k
 target is in is decided from what the batch knows:
 
 - the target committed the move before (its move mark, `sinks.move_marks`): the row under the new key is the
-  moved one, further changed; none there: a later change removed it, or this replay did (an earlier part of the
-  same transaction deleting a key the target had filled again), and the batch stops;
+  moved one, further changed; none there: a later change removed it, and the replay gets to it; but in a
+  transaction handed out in parts, this replay's earlier part may have deleted it (a key the target had filled
+  again since): the batch stops;
 - the new key had no change earlier in the batch, so the source had no row there at the batch start: a target row
   under it means the target is past the move (a snapshot read it), and that row is the moved one;
 - otherwise the target's row under the old key is the one to copy, unless the move is within the snapshot's
@@ -30,16 +31,19 @@ class MoveSource(Enum):
 
 
 def move_source(*, origin_held: bool, new_held: bool, vacated: bool, refilled: bool, replaying: bool,
-                applied: bool) -> MoveSource:
+                applied: bool, in_parts: bool = False) -> MoveSource:
     """`origin_held`/`new_held`: the target has a row under the old/new key at the batch start; `vacated`: the batch
     freed the new key before the move (so the target may hold an older row there on a first run); `refilled`: the
     batch gives the old key a row again after the move; `replaying`: the move is at or before the table's snapshot
     horizon (a snapshot read may be past it); `applied`: the target committed this move, or a later one, before
-    (`sinks.move_marks`): it is past the move."""
+    (`sinks.move_marks`): it is past the move; `in_parts`: the batch is a part of a transaction whose earlier parts
+    this replay applied already."""
     if applied:
-        # Gone from the new key: removed by a later change, or by this replay's own earlier part of a transaction
-        # handed out in parts (its delete of a key the target had filled again since); the two look alike.
-        return MoveSource.NEW_KEY if new_held else MoveSource.REPLAYED_AWAY
+        if new_held:
+            return MoveSource.NEW_KEY
+        # Gone from the new key: a later change removed it (the replay gets to it), unless this replay's own
+        # earlier part of the transaction may have (deleting a key the target had filled again since).
+        return MoveSource.REPLAYED_AWAY if in_parts else MoveSource.SUPERSEDED
     if new_held and not vacated:
         return MoveSource.NEW_KEY
     if not origin_held:

@@ -133,7 +133,8 @@ class SqlSink:
             source = move_source(origin_held=row is not None, new_held=self.target_row(cursor, schema, new) is not None,
                                  vacated=move.vacated, refilled=refilled,
                                  replaying=_superseded(move, changes.replaying_until),
-                                 applied=applied(mark, point_of(move.position, changes.floor)))
+                                 applied=applied(mark, point_of(move.position, changes.floor)),
+                                 in_parts=changes.in_parts)
             if source is MoveSource.SUPERSEDED:
                 continue
             if source in (MoveSource.LOST, MoveSource.AMBIGUOUS, MoveSource.REPLAYED_AWAY):

@@ -18,7 +18,8 @@ from cdc_assets_tests.support import cli_command, fetch_rows, run_transactions, 
 pytestmark = pytest.mark.crash
 BIG = secrets.token_hex(40_000)  # incompressible: stored out of line, so an update not touching it logs it unchanged
 
-SWAP = ["UPDATE {t} SET id = 99 WHERE id = 40; UPDATE {t} SET id = 40 WHERE id = 50; UPDATE {t} SET id = 50 WHERE id = 99"]
+SWAP = ["UPDATE {t} SET id = 99 WHERE id = 40; UPDATE {t} SET id = 40 WHERE id = 50; "
+        "UPDATE {t} SET id = 50 WHERE id = 99"]
 # (rows at the checkpoint, the transactions of the batch the crash leaves committed but not checkpointed, and the
 # pipeline settings beside the test's)
 SCENARIOS = {

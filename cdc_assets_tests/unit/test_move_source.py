@@ -11,24 +11,25 @@ ORIGIN, NEW_KEY, SUPERSEDED, LOST, AMBIGUOUS, REPLAYED_AWAY = (
     MoveSource.REPLAYED_AWAY)
 
 
-@pytest.mark.parametrize("origin_held, new_held, vacated, refilled, replaying, applied_, want", [
-    (True, False, False, False, False, False, ORIGIN),  # a first run
-    (True, False, False, True, False, False, ORIGIN),  # the old key re-inserted later in the batch: a first run still
-    (True, True, False, True, False, False, NEW_KEY),  # the source had no row under the new key: the target is past
-    (True, True, False, True, True, False, NEW_KEY),  # ... read by the snapshot, with the re-inserted old key
-    (True, True, True, False, False, False, ORIGIN),  # the new key freed earlier in the batch: its row is older
-    (True, True, True, True, False, True, NEW_KEY),  # a swap the target committed before (its mark)
-    (True, False, True, True, False, True, REPLAYED_AWAY),  # committed before, and the new key's row gone since
-    (False, True, True, False, False, False, NEW_KEY),
-    (False, False, False, False, True, False, SUPERSEDED),  # the snapshot read after the move and a later delete
-    (False, False, False, False, False, False, LOST),
-    (True, True, True, True, True, False, AMBIGUOUS),  # over the snapshot, old key refilled: which row is it?
-    (True, False, False, True, True, False, AMBIGUOUS),
-    (True, False, False, False, True, False, ORIGIN),
+@pytest.mark.parametrize("origin_held, new_held, vacated, refilled, replaying, applied_, in_parts, want", [
+    (True, False, False, False, False, False, False, ORIGIN),  # a first run
+    (True, False, False, True, False, False, False, ORIGIN),  # old key re-inserted later in the batch: a first run
+    (True, True, False, True, False, False, False, NEW_KEY),  # the source had the new key free: the target is past
+    (True, True, False, True, True, False, False, NEW_KEY),  # ... read by the snapshot, with the re-inserted old key
+    (True, True, True, False, False, False, False, ORIGIN),  # the new key freed earlier in the batch: its row is older
+    (True, True, True, True, False, True, False, NEW_KEY),  # a swap the target committed before (its mark)
+    (True, False, True, True, False, True, False, SUPERSEDED),  # committed before, the new key's row gone since
+    (False, False, False, False, False, True, True, REPLAYED_AWAY),  # ... or deleted by this replay's earlier part
+    (False, True, True, False, False, False, False, NEW_KEY),
+    (False, False, False, False, True, False, False, SUPERSEDED),  # a snapshot read after the move and a later delete
+    (False, False, False, False, False, False, False, LOST),
+    (True, True, True, True, True, False, False, AMBIGUOUS),  # over the snapshot, old key refilled: which row is it?
+    (True, False, False, True, True, False, False, AMBIGUOUS),
+    (True, False, False, False, True, False, False, ORIGIN),
 ])
-def test_move_source(origin_held, new_held, vacated, refilled, replaying, applied_, want):
+def test_move_source(origin_held, new_held, vacated, refilled, replaying, applied_, in_parts, want):
     assert move_source(origin_held=origin_held, new_held=new_held, vacated=vacated, refilled=refilled,
-                       replaying=replaying, applied=applied_) is want
+                       replaying=replaying, applied=applied_, in_parts=in_parts) is want
 
 
 def test_a_move_mark_covers_its_own_position_and_those_before_it():

@@ -56,10 +56,10 @@ def _moves(schema: TableSchema, changes: TableChanges, lookup: Lookup, target: s
     for new, move in changes.moves.items():  # rare: two reads each
         origin = lookup(document_id(move.origin, schema))
         refilled = move.origin != new and (move.origin in changes.rows or move.origin in changes.moves)
-        source = move_source(
-            origin_held=origin is not None, new_held=lookup(document_id(new, schema)) is not None,
-            vacated=move.vacated, refilled=refilled, replaying=changes.replaying_until is not None and move.position is not None
-            and not is_before(changes.replaying_until, move.position), applied=False)
+        replaying = (changes.replaying_until is not None and move.position is not None
+                     and not is_before(changes.replaying_until, move.position))
+        source = move_source(origin_held=origin is not None, new_held=lookup(document_id(new, schema)) is not None,
+                             vacated=move.vacated, refilled=refilled, replaying=replaying, applied=False)
         if source is MoveSource.ORIGIN:
             carried = to_document({**move.columns, **dict(zip(schema.primary_key, new))}, schema)
             document = {ID: carried[ID], **{k: v for k, v in origin.items() if k != ID}, **carried}
