@@ -567,7 +567,7 @@ class _Lane:
             self._flush(whole)
             return
         rest = self._filter(tx).changes
-        net = self._prepare(rest, in_parts=True)
+        net = self._prepare(rest)
         self._settle()  # the last part: its tally
         earlier = parts.tally.seconds
         self._checkpoint(parts.tally.events + len(rest), tx.end,
@@ -594,8 +594,7 @@ class _Lane:
         self._checkpoint(batch.events, batch.end, lambda cur: self._apply(cur, changes, net, tally),
                          done=lambda seconds: self._applied(tally, len(batch.transactions), batch.commit_time, seconds))
 
-    def _prepare(self, changes: list[RowChange], floor: Position | None = None,
-                 in_parts: bool = False) -> dict[TableId, TableChanges]:
+    def _prepare(self, changes: list[RowChange], floor: Position | None = None) -> dict[TableId, TableChanges]:
         """What needs no target: the changes compacted by key, and what the sink renders of them. `floor`: a
         transaction part's, for changes not positioned yet (PostgreSQL's, at the commit), which lies after it."""
         net = compact(changes, self.schemas)
@@ -604,7 +603,7 @@ class _Lane:
             first = floor
         for table, table_changes in net.items():
             table_changes.replaying_until = self._replaying_until(table, first)
-            table_changes.floor, table_changes.in_parts = floor, in_parts or floor is not None
+            table_changes.floor, table_changes.in_parts = floor, self._parts is not None  # see _part, _finish_parts
             self.rt.sink.prepare_changes(self.schemas[table], table_changes)
         if self.pacer is not None:
             self.pacer.count(changes)
