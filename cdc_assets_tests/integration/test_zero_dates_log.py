@@ -1,15 +1,16 @@
 """MySQL zero dates written after the snapshot by a non-strict session (`sql_mode=''`): the log refuses them as the
 snapshot does, naming table, column, key and position, into either target kind; a zero date that only an update's
-before image or a delete's image holds outside the key stops nothing."""
+before image or a delete's image holds outside the key stops nothing. The snapshot refuses them into either kind."""
 from datetime import datetime
 
 import pytest
 
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.engine.snapshot import SplitFailed
 from cdc_assets.resumer.resumer import Checkpoint
 from cdc_assets.sources.mysql.zero_dates import ZeroDateError
-from cdc_assets_tests.support import config_for, fetch_rows, source_database
+from cdc_assets_tests.support import config_for, fetch_rows, snapshot_all, source_database
 
 TABLE = "CREATE TABLE t (id INT PRIMARY KEY, da DATE, dt DATETIME, dt6 DATETIME(6), ts TIMESTAMP NULL, " \
         "ts6 TIMESTAMP(6) NULL, n INT)"
@@ -116,3 +117,31 @@ def test_a_zero_date_in_the_key_of_a_before_image_stops(task, unique_name):
 
     with pytest.raises(ZeroDateError, match=rf"key column d of {unique_name}\.k, key \(ZERO_DATE, 1\), at"):
         sync(rt, until_caught_up=True)
+
+
+@pytest.mark.parametrize("kind", ["postgres", "mysql"])
+def test_the_snapshot_refuses_the_same_values_into_either_target(request, servers, unique_name, tmp_path, spark,
+                                                                 kind):
+    """One rule on both paths: the MySQL target's sessions refuse zero dates (NO_ZERO_DATE, NO_ZERO_IN_DATE) as
+    PostgreSQL's date types do; before, MySQL -> MySQL copied them while the log made them NULL."""
+    target_server = request.getfixturevalue("mariadb_target") if kind == "mysql" else None
+    if target_server is None:
+        servers.postgres.create_database(f"{unique_name}_tgt")
+    seed = ["CREATE TABLE t (id INT PRIMARY KEY, da DATE, dt DATETIME)", "SET SESSION sql_mode = ''",
+            "INSERT INTO t VALUES (1, '2020-00-15', '0000-00-00 00:00:00')"]
+    with source_database(servers, "mysql", unique_name, seed):
+        config = config_for(tmp_path, servers, task_id=unique_name, source="mysql", source_db=unique_name,
+                            tables=[f"{unique_name}.t"], target=kind,
+                            target_db="" if target_server else f"{unique_name}_tgt", target_server=target_server)
+        rt = TaskRuntime(config)
+        rt.adopt_spark(spark)
+        try:
+            with pytest.raises(SplitFailed, match=rf"{unique_name}\.t.*2020-00-15.*column.*da"):
+                snapshot_all(rt)
+        finally:
+            rt.close()
+            if target_server:
+                conn = target_server.connect()
+                with conn.cursor() as cur:
+                    cur.execute(f"DROP DATABASE IF EXISTS `{unique_name}`")
+                conn.close()
