@@ -126,7 +126,8 @@ class SqlSink:
         updates: dict[tuple, dict] = {}
         if not changes.moves:
             return Moves(copies, updates)
-        mark = self.move_marks.read(cursor, schema.table)
+        marked = self.move_marks.ready  # its table made by prepare_changes (a backfill prepares nothing)
+        mark = self.move_marks.read(cursor, schema.table) if marked else None
         for new, move in changes.moves.items():  # rare (key changes of rows with TOASTed values): two queries each
             row = self.target_row(cursor, schema, move.origin)
             refilled = move.origin != new and (move.origin in changes.rows or move.origin in changes.moves)
@@ -144,7 +145,7 @@ class SqlSink:
             updates[new] = move.columns
         points = [p for m in changes.moves.values() if (p := point_of(m.position, changes.floor)) is not None]
         after = newest(mark, points)
-        if after is not None and after != mark:
+        if marked and after is not None and after != mark:
             self.move_marks.write(cursor, schema.table, after)
         return Moves(copies, updates)
 
