@@ -8,7 +8,7 @@ columns the log carried written over it).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cdc_assets.core.events import Op, RowChange, Transaction
@@ -36,6 +36,8 @@ class Move:
     origin: tuple
     columns: dict
     position: Position | None = None  # of the key change, for errors
+    # The batch freed the new key before the move: the target may hold an older row there at the batch start.
+    vacated: bool = False
 
 
 @dataclass
@@ -77,6 +79,9 @@ class TableChanges:
     # (at-least-once from the minimum low watermark): a move at or before it whose two keys the target lacks
     # was superseded by what the snapshot read later (a later change or delete of the new key), not lost.
     replaying_until: Position | None = None
+    # Of a transaction's part: its changes are not positioned yet, but lie after this (TransactionPart.floor).
+    floor: Position | None = None
+    in_parts: bool = False  # of a transaction handed out in parts, its earlier parts applied in the same transaction
     prepared: Any = None  # what the sink rendered of it ahead of applying it (Sink.prepare_changes)
 
     @property
@@ -100,7 +105,7 @@ class TableChanges:
             self.rows[key] = {**self.rows[key], **after}
         elif key in self.moves:
             move = self.moves[key]
-            self.moves[key] = Move(move.origin, {**move.columns, **after}, move.position)
+            self.moves[key] = replace(move, columns={**move.columns, **after})
         else:
             self.partial[key] = {**self.partial.get(key, {}), **after}
 
@@ -118,11 +123,12 @@ class TableChanges:
         else:  # a real log never moves a key it deleted earlier in the batch: `old` is in the target
             origin, columns = old, {**self.partial.get(old, {}), **after}
         self.delete(old)
+        vacated = new in self.deletes
         self.deletes.discard(new)  # the new key was free in the source: a row there earlier is gone
         self.fresh.discard(new)
         self.rows.pop(new, None)
         self.partial.pop(new, None)
-        self.moves[new] = Move(origin, columns, position)
+        self.moves[new] = Move(origin, columns, position, vacated)
 
 
 def compact(changes: list[RowChange], schemas: dict[TableId, TableSchema]) -> dict[TableId, TableChanges]:

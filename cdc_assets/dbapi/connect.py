@@ -13,7 +13,10 @@ from cdc_assets.dbapi.jdbc import MYSQL_SESSION_INIT
 from cdc_assets.dbapi.mysql_login import PYMYSQL, MysqlLogin, SslMode, refused
 from cdc_assets.errors import NETWORK_HINT, UnreachableError, scrub
 
-STRICT_UTC_SESSION = "SET time_zone = '+00:00', sql_mode = CONCAT_WS(',', NULLIF(@@sql_mode, ''), 'STRICT_ALL_TABLES')"
+# NO_ZERO_DATE and NO_ZERO_IN_DATE: a MySQL target refuses MySQL's zero dates as a PostgreSQL one does (the log
+# refuses them too: sources/mysql/zero_dates.py).
+STRICT_UTC_SESSION = ("SET time_zone = '+00:00', sql_mode = CONCAT_WS(',', NULLIF(@@sql_mode, ''), 'STRICT_ALL_TABLES', "
+                      "'NO_ZERO_DATE', 'NO_ZERO_IN_DATE')")
 
 
 def postgres_args(url: DbUrl, database: str | None = None) -> dict:

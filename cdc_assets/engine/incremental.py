@@ -604,6 +604,7 @@ class _Lane:
             first = floor
         for table, table_changes in net.items():
             table_changes.replaying_until = self._replaying_until(table, first)
+            table_changes.floor, table_changes.in_parts = floor, self._parts is not None  # see _part, _finish_parts
             self.rt.sink.prepare_changes(self.schemas[table], table_changes)
         if self.pacer is not None:
             self.pacer.count(changes)

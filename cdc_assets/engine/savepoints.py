@@ -287,8 +287,10 @@ def _restore(rt: TaskRuntime, images: BeforeImages, tag, sp: Savepoint, later: l
     crash_point("savepoint.rollback_slot")
     schemas = rt.resumer.schemas(sp.schema_version) or {}
     restored: dict[str, int] = {}
+    rt.sink.move_marks.ensure()  # the tables go back to before their later moves: their marks go (DDL first)
     with rt.sink.transaction() as cur:
         for table in sorted(schemas):
+            rt.sink.move_marks.clear(cur, table)
             columns = images.shadow_columns(task, table)
             if columns:
                 restored[str(table)] = images.restore(cur, task, schemas[table], columns, sp.epoch)

@@ -13,6 +13,7 @@ from cdc_assets.core.batches import MoveIncomplete, TableChanges
 from cdc_assets.core.boundary import SPLIT_COLUMN, RowExport, SplitRanges, TargetFormat, Transport
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.keys import order_agrees, range_predicate
+from cdc_assets.core.move_source import MoveSource, move_source
 from cdc_assets.core.positions import is_before
 from cdc_assets.core.splits import KeyRange
 from cdc_assets.core.tables import Column, TableId, TableSchema
@@ -22,6 +23,7 @@ from cdc_assets.dbapi.jdbc import jdbc_for
 from cdc_assets.dbapi.transaction import transaction
 from cdc_assets.errors import REPLAN_HINT, TableError
 from cdc_assets.sinks import range_read
+from cdc_assets.sinks.move_marks import MoveMarks, applied, newest, point_of
 from cdc_assets.sinks.split_locks import SplitLocks
 
 
@@ -65,6 +67,7 @@ class SqlSink:
         self.conn = connect(url, autocommit=True)
         self._commit_conns: dict[int, Any] = {}  # see _committer
         self._commit_lock = threading.Lock()
+        self.move_marks = MoveMarks(self)
 
     # -- hooks the engines fill in
     def target_format(self) -> TargetFormat:
@@ -96,7 +99,10 @@ class SqlSink:
         """Refuse an existing target table whose key columns would merge keys the source keeps apart."""
 
     def prepare_changes(self, schema: TableSchema, changes: TableChanges) -> None:
-        """Nothing to render ahead here (see PostgresSink)."""
+        """Nothing to render ahead here (see PostgresSink); a batch with moves makes sure the move marks' table
+        exists, outside the transaction that writes them."""
+        if changes.moves:
+            self.move_marks.ensure()
 
     def apply_changes(self, cursor, schema: TableSchema, changes: TableChanges) -> None:
         """Write a compacted batch of one table: deletes, full rows (replacing), and partial rows (updating only
@@ -112,25 +118,50 @@ class SqlSink:
         raise NotImplementedError
 
     def plan_moves(self, cursor, schema: TableSchema, changes: TableChanges) -> Moves:
-        """Read, before the batch writes anything, the rows its moves come from. A move whose old row the target
-        lacks is a partial update of the new key when the target holds that (a replay after a snapshot that
-        already saw the move); with neither, the unchanged columns are lost and the batch stops."""
+        """Read, before the batch writes anything, the rows its moves come from (`core.move_source` decides which:
+        the old key's row, or, when the target is past the move already, the new key's); a move whose unchanged
+        columns neither key holds, or whose source the batch cannot tell, stops the batch."""
         copies: dict[tuple, tuple] = {}
-        for new, move in changes.moves.items():  # rare (key changes of rows with TOASTed values): one query each
+        updates: dict[tuple, dict] = {}
+        if not changes.moves:
+            return Moves(copies, updates)
+        marked = self.move_marks.ready  # its table made by prepare_changes (a backfill prepares nothing)
+        mark = self.move_marks.read(cursor, schema.table) if marked else None
+        for new, move in changes.moves.items():  # rare (key changes of rows with TOASTed values): two queries each
             row = self.target_row(cursor, schema, move.origin)
-            if row is not None:
+            refilled = move.origin != new and (move.origin in changes.rows or move.origin in changes.moves)
+            source = move_source(origin_held=row is not None, new_held=self.target_row(cursor, schema, new) is not None,
+                                 vacated=move.vacated, refilled=refilled,
+                                 replaying=_superseded(move, changes.replaying_until),
+                                 applied=applied(mark, point_of(move.position, changes.floor)),
+                                 in_parts=changes.in_parts)
+            if source is MoveSource.SUPERSEDED:
+                continue
+            if source in (MoveSource.LOST, MoveSource.AMBIGUOUS, MoveSource.REPLAYED_AWAY):
+                raise self._move_error(schema, new, move, source, changes.floor)
+            if source is MoveSource.ORIGIN:
                 copies[new] = row
-            elif self.target_row(cursor, schema, new) is None:
-                if _superseded(move, changes.replaying_until):
-                    continue
-                missing = [c.name for c in schema.columns if c.name not in move.columns]
-                raise MoveIncomplete(
-                    f"cannot move the row of {schema.table} from key {move.origin} to {new} at {move.position}: "
-                    f"the log leaves out its unchanged column(s) {', '.join(missing)} and the target on {self.url} "
-                    f"holds neither key", f"{REPLAN_HINT}; ALTER TABLE {schema.table} REPLICA IDENTITY FULL on the "
-                    "source makes the log carry whole rows")
-        return Moves(copies, {new: move.columns for new, move in changes.moves.items() if new in copies
-                              or not _superseded(move, changes.replaying_until)})
+            updates[new] = move.columns
+        points = [p for m in changes.moves.values() if (p := point_of(m.position, changes.floor)) is not None]
+        after = newest(mark, points)
+        if marked and after is not None and after != mark:
+            self.move_marks.write(cursor, schema.table, after)
+        return Moves(copies, updates)
+
+    def _move_error(self, schema: TableSchema, new: tuple, move, source: MoveSource, floor) -> MoveIncomplete:
+        missing = ", ".join(c.name for c in schema.columns if c.name not in move.columns)
+        why = {MoveSource.LOST: "the target on {url} holds neither key",
+               MoveSource.AMBIGUOUS: "the move is replayed over the snapshot (at or before its high watermarks) and "
+               "the batch fills the old key again after it: the target's row under the old key on {url} may be the "
+               "moved row or the later one",
+               MoveSource.REPLAYED_AWAY: "the target on {url} applied the move before (a replay after a crash) but "
+               "no longer holds the row under the new key"}[source]
+        at = move.position if move.position is not None else f"the transaction committed after {floor}"
+        return MoveIncomplete(
+            f"cannot move the row of {schema.table} from key {move.origin} to {new} at {at}: the log "
+            f"leaves out its unchanged column(s) {missing} and " + why.format(url=self.url),
+            f"{REPLAN_HINT}; ALTER TABLE {schema.table} REPLICA IDENTITY FULL on the source makes the log carry "
+            "whole rows")
 
     def add_column_sql(self, table: TableId, column: Column) -> str:
         return f"ALTER TABLE {self.table_sql(table)} ADD COLUMN {self.q(column.name)} {self.column_type(column, False)}"

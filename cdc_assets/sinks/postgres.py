@@ -111,6 +111,7 @@ class PostgresSink(SqlSink):
     def prepare_changes(self, schema: TableSchema, changes: TableChanges) -> None:
         """Render the full rows' COPY text now, while the target still applies the batch before (the engine's
         applier runs one batch ahead): `apply_changes` then only sends it."""
+        super().prepare_changes(schema, changes)
         if len(changes.rows) < COPY_MIN_ROWS:
             return
         try:

@@ -18,6 +18,7 @@ from cdc_assets.errors import PositionLost, SourceSetupError
 from cdc_assets.sources.mysql.binlog import BinlogReader
 from cdc_assets.sources.mysql.stream import default_server_id
 from cdc_assets.sources.mysql.timestamps import find_position_at
+from cdc_assets.sources.mysql.zero_dates import ZeroDateError
 from cdc_assets.sources.mysql.source import MysqlSource
 
 
@@ -147,16 +148,15 @@ def test_negative_fractional_times_equal_the_servers_text(db):
     assert wrong == []
 
 
-def test_zero_dates_become_none(db):
-    """Exception to 'as SELECT reads it': pymysql returns zero dates as the strings '0000-00-00...'."""
+def test_zero_dates_stop_the_read_naming_table_column_key_and_position(db):
+    """A session without NO_ZERO_DATE writes them; no target holds them, and NULL would be another value."""
     db.execute("CREATE TABLE z (id INT PRIMARY KEY, dt DATETIME, ts TIMESTAMP NULL, da DATE, y YEAR)")
     start = db.position()
     db.execute("SET SESSION sql_mode = ''")
-    stop = db.commit("INSERT INTO z VALUES (1, '0000-00-00 00:00:00', '0000-00-00 00:00:00', '0000-00-00', 0)")
+    stop = db.commit("INSERT INTO z VALUES (1, '2020-01-01 00:00:00', NULL, '2021-02-00', 0)")
 
-    (txn,) = transactions(db.reader("z").read(start, stop_at=stop))
-
-    assert txn.changes[0].after == {"id": 1, "dt": None, "ts": None, "da": None, "y": 0}
+    with pytest.raises(ZeroDateError, match=rf"column da of {db.name}\.z, key \(1,\), at mysql-bin\.\d+:\d+"):
+        transactions(db.reader("z").read(start, stop_at=stop))
 
 
 def test_bounded_read_ends_when_nothing_captured_reaches_stop_at(db):

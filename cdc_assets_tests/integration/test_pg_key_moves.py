@@ -6,8 +6,8 @@ import pytest
 
 from cdc_assets.core.batches import MoveIncomplete
 from cdc_assets.engine.incremental import sync
-from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets_tests.support import config_for, fetch_rows, run_transactions, source_database
+from cdc_assets.engine.runtime import PhaseHooks, TaskRuntime
+from cdc_assets_tests.support import config_for, fetch_rows, run_transactions, snapshot_all, source_database
 
 BIG = secrets.token_hex(40_000)  # incompressible: stored out of line, so an update not touching it logs it unchanged
 
@@ -102,3 +102,128 @@ def test_a_move_whose_rows_the_target_lacks_stops_naming_table_and_position(task
 
     assert "REPLICA IDENTITY FULL" in str(err.value)
     assert rt.resumer.checkpoint().position == checkpoint  # nothing applied, nothing skipped
+
+
+def put_source_rows_in_target(task) -> None:
+    """The target as a run that committed the changes but not their checkpoint left it (killed in between), or as
+    a snapshot read after them: the log replays them over their own result."""
+    _, src, tgt, ns, target_table = task
+    rows = fetch_rows(src, f"{ns}.t", "id")
+    with tgt.cursor() as cur:
+        cur.execute(f"DELETE FROM {target_table}")
+        for row in rows:
+            cur.execute(f"INSERT INTO {target_table} VALUES (%s, %s, %s)", row)
+
+
+# (statements giving the rows at the checkpoint, transactions replayed over their own result)
+REPLAYED = {
+    "old key re-inserted in the same transaction": (
+        [f"INSERT INTO {{ns}}.t VALUES (1, '{BIG}', 0)"],
+        [f"UPDATE {{ns}}.t SET id = 100 WHERE id = 1; INSERT INTO {{ns}}.t VALUES (1, '{BIG}new', 5)"]),
+    "old key re-inserted in a later transaction": (
+        [f"INSERT INTO {{ns}}.t VALUES (1, '{BIG}', 0)"],
+        ["UPDATE {ns}.t SET id = 100 WHERE id = 1", f"INSERT INTO {{ns}}.t VALUES (1, '{BIG}new', 5)"]),
+    "a chain into the old key": (
+        [f"INSERT INTO {{ns}}.t VALUES (1, '{BIG}', 0), (2, '{BIG}2', 0)"],
+        ["UPDATE {ns}.t SET id = 100 WHERE id = 1; UPDATE {ns}.t SET id = 1 WHERE id = 2"]),
+    "the moved row updated later": (
+        [f"INSERT INTO {{ns}}.t VALUES (1, '{BIG}', 0)"],
+        [f"UPDATE {{ns}}.t SET id = 100 WHERE id = 1; INSERT INTO {{ns}}.t VALUES (1, '{BIG}new', 5)",
+         "UPDATE {ns}.t SET n = 9 WHERE id = 100"]),
+}
+
+
+@pytest.mark.parametrize("scenario", list(REPLAYED))
+def test_a_replayed_move_takes_its_own_unchanged_toast_value(task, scenario):
+    rt, src, tgt, ns, target_table = task
+    seed, transactions = REPLAYED[scenario]
+    run(src, *[s.format(ns=ns) for s in seed])
+    sync(rt, until_caught_up=True)
+    run(src, *[t.format(ns=ns) for t in transactions])
+    put_source_rows_in_target(task)
+
+    sync(rt, until_caught_up=True)
+
+    assert_same(task)
+
+
+def test_a_move_that_frees_its_new_key_and_refills_its_old_one_in_one_batch_ends_right(task):
+    """On a first run the target holds the batch start: the row under the old key is the moved one."""
+    rt, src, tgt, ns, target_table = task
+    run(src, f"INSERT INTO {ns}.t VALUES (1, '{BIG}', 0), (100, 'gone', 0)")
+    sync(rt, until_caught_up=True)
+    run(src, f"DELETE FROM {ns}.t WHERE id = 100; UPDATE {ns}.t SET id = 100 WHERE id = 1; "
+             f"INSERT INTO {ns}.t VALUES (1, 'new', 5)")
+
+    sync(rt, until_caught_up=True)
+
+    assert_same(task)
+
+
+@pytest.fixture(params=["postgres", "mysql"])
+def snapshot_task(request, servers, unique_name, tmp_path, spark):
+    """(make(transactions) -> runtime whose snapshot ran `transactions` right after its low watermark, source
+    connection, target connection, namespace, target table); the log then replays them over the snapshot."""
+    ns, kind = unique_name, request.param
+    target_db = f"{unique_name}_tgt"
+    seed = [f"CREATE SCHEMA {ns}", f"CREATE TABLE {ns}.t (id INT PRIMARY KEY, doc TEXT, n INT)",
+            f"INSERT INTO {ns}.t VALUES (1, '{BIG}', 0), (100, 'gone', 0)"]
+    runtimes = []
+    with source_database(servers, "postgres", unique_name, seed) as src:
+        if kind == "postgres":
+            servers.postgres.create_database(target_db)
+            tgt = servers.postgres.connect(target_db)
+        else:
+            tgt = servers.mariadb.connect()
+
+        def make(transactions: list[str]) -> TaskRuntime:
+            def during_the_read(ids: list[str]) -> None:
+                if transactions:  # once: the table is one split
+                    run(src, *[t.format(ns=ns) for t in transactions])
+                    transactions.clear()
+
+            config = config_for(tmp_path, servers, task_id=unique_name, source="postgres", source_db=unique_name,
+                                tables=[f"{ns}.t"], target=kind, target_db=target_db,
+                                pipeline={"startup_mode": "initial", "checkpoint_interval_secs": 600,
+                                          "max_batch_delay_ms": 60_000})
+            rt = TaskRuntime(config, hooks=PhaseHooks(after_low=during_the_read))
+            rt.adopt_spark(spark)
+            runtimes.append(rt)
+            snapshot_all(rt)
+            return rt
+
+        try:
+            yield make, src, tgt, ns, f'"{ns}".t' if kind == "postgres" else f"`{ns}`.t"
+        finally:
+            for rt in runtimes:
+                rt.close()
+            if kind == "mysql":
+                with tgt.cursor() as cur:
+                    cur.execute(f"DROP DATABASE IF EXISTS `{ns}`")
+            tgt.close()
+
+
+def test_a_move_replayed_over_a_snapshot_holding_the_reinserted_old_key_keeps_its_own_value(snapshot_task):
+    make, src, tgt, ns, target_table = snapshot_task
+    rt = make([f"UPDATE {{ns}}.t SET id = 200 WHERE id = 1; INSERT INTO {{ns}}.t VALUES (1, '{BIG}new', 5)"])
+
+    sync(rt, until_caught_up=True)
+
+    assert [r[0] for r in fetch_rows(src, f"{ns}.t", "id")] == [1, 100, 200]
+    assert_same((rt, src, tgt, ns, target_table))
+
+
+def test_a_move_over_a_snapshot_that_cannot_tell_its_old_keys_row_stops_naming_table_keys_and_position(
+        snapshot_task):
+    """The new key freed before the move and the old one filled again after it, while the snapshot read: a
+    split may hold the old key's later row, and the batch cannot tell."""
+    make, src, tgt, ns, target_table = snapshot_task
+    rt = make(["DELETE FROM {ns}.t WHERE id = 100; UPDATE {ns}.t SET id = 100 WHERE id = 1; "
+               "INSERT INTO {ns}.t VALUES (1, 'new', 5)"])
+
+    with pytest.raises(MoveIncomplete, match=rf"{ns}\.t.*\(1,\) to \(100,\) at \d+/[0-9A-F]+.*doc.*"
+                                             "REPLICA IDENTITY FULL") as err:
+        sync(rt, until_caught_up=True)
+
+    assert "plan --replan" in str(err.value)
+    assert rt.resumer.checkpoint() is None  # nothing applied, nothing skipped

@@ -12,6 +12,7 @@ from cdc_assets.sources.mysql.stream import SERVER_ID_MIN, default_server_id
 from cdc_assets.sources.mysql.table_map import adopt
 from cdc_assets.sources.mysql.types import column_from_catalog, labels
 from cdc_assets.sources.mysql.values import converter, converters, normalise_image
+from cdc_assets.sources.mysql.zero_dates import ZERO_DATE
 
 
 def col(name: str, kind: Kind, native: str, **kw) -> Column:
@@ -38,7 +39,7 @@ def convert(column: Column, value):
     (col("s", Kind.SET, "set('it''s','b')", values=("it''s", "b")), {"b", "it's"}, "it's,b"),  # an older plan
     (col("s", Kind.SET, "set('It''s','b''''')", values=("It's", "b''"), charset="utf16"), {"b''", "It's"},
      "It's,b''"),  # labels described exactly
-    (col("ts", Kind.TIMESTAMP, "timestamp(6)", precision=6), datetime(1970, 1, 1), None),  # zero timestamp
+    (col("ts", Kind.TIMESTAMP, "timestamp(6)", precision=6), datetime(1970, 1, 1), ZERO_DATE),  # zero timestamp
     (col("ts", Kind.TIMESTAMP, "timestamp(6)", precision=6), datetime(2024, 1, 1, 0, 0, 0, 500000),
      datetime(2024, 1, 1, 0, 0, 0, 500000)),  # naive UTC, as the snapshot's UTC session reads it
     (col("y", Kind.YEAR, "year(4)"), 1900, 0),  # YEAR 0000

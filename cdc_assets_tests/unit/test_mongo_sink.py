@@ -216,7 +216,7 @@ def test_a_key_change_without_unchanged_columns_copies_the_old_document_under_th
     changes = compact([key_change(1, 9, {"qty": 5})], {TABLE: S})[TABLE]
     read = []
     ops = operations(S, changes, lambda _id: read.append(_id) or held.get(_id))
-    assert read == [1]  # read before any write
+    assert read == [1, 9]  # read before any write
     assert ops == [DeleteOne({"_id": 1}),
                    ReplaceOne({"_id": 9}, {"_id": 9, "qty": 5, "total": Decimal128("7.25"), "note": "kept",
                                            "extra": "theirs"}, upsert=True)]
@@ -227,6 +227,19 @@ def test_a_replayed_key_change_whose_new_key_is_already_there_updates_it():
     held = {9: {"_id": 9, "qty": 5, "total": Decimal128("7.25"), "note": "kept"}}
     changes = compact([key_change(1, 9, {"qty": 6})], {TABLE: S})[TABLE]
     assert operations(S, changes, held.get) == [DeleteOne({"_id": 1}), UpdateOne({"_id": 9}, {"$set": {"qty": 6}})]
+
+
+def test_a_replayed_key_change_takes_the_moved_document_not_the_one_reinserted_under_the_old_key():
+    """Replayed over its own result (a crash before the checkpoint, a snapshot read after it): the old key holds
+    the row inserted there later, and the moved row is under the new key, which the source had free before."""
+    reinserted = {"id": 1, "qty": 1, "total": Decimal("1.00"), "note": "new"}
+    held = {1: {"_id": 1, "qty": 1, "total": Decimal128("1.00"), "note": "new"},
+            9: {"_id": 9, "qty": 5, "total": Decimal128("7.25"), "note": "kept"}}
+    changes = compact([key_change(1, 9, {"qty": 5}), RowChange(TABLE, Op.INSERT, (1,), reinserted, None,
+                                                               PgPosition(200))], {TABLE: S})[TABLE]
+    assert operations(S, changes, held.get) == [
+        ReplaceOne({"_id": 1}, {"_id": 1, "qty": 1, "total": Decimal128("1.00"), "note": "new"}, upsert=True),
+        UpdateOne({"_id": 9}, {"$set": {"qty": 5}})]
 
 
 def test_a_key_change_whose_row_is_nowhere_stops_the_batch_naming_both_keys():

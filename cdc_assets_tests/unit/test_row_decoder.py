@@ -16,6 +16,7 @@ from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import RowsEvent
 
 from cdc_assets.sources.mysql.row_decoder import compile_layout
+from cdc_assets.sources.mysql.zero_dates import LIBRARY_OUT_OF_RANGE, ZERO_DATE
 
 IMAGES = 400
 
@@ -35,12 +36,15 @@ def library_images(columns: list[Column], data: bytes) -> list[dict]:
     event.packet, event.columns, event.table_id, event.event_type = wrapper, columns, 1, BINLOG.WRITE_ROWS_EVENT_V2
     event.table_map = {1: SimpleNamespace(columns=columns)}
     event._ignore_decode_errors = False
-    event._RowsEvent__none_sources = {}
     present = ((1 << len(columns)) - 1).to_bytes((len(columns) + 7) // 8, "little")
     images = []
     while wrapper.read_bytes < len(data):
+        event._RowsEvent__none_sources = {}
         values = event._read_column_data(present)
-        images.append({k: (None if isinstance(v, set) and not v else v) for k, v in values.items()})
+        # A date the library made None for want of a datetime to hold it: ZERO_DATE, as values.normalise_image says
+        out_of_range = {k for k, why in event._RowsEvent__none_sources.items() if why in LIBRARY_OUT_OF_RANGE}
+        images.append({k: ZERO_DATE if k in out_of_range else None if isinstance(v, set) and not v else v
+                       for k, v in values.items()})
     return images
 
 

@@ -5,8 +5,8 @@
     partial row        UpdateOne({_id}, {$set: the columns it carries}): only those (no upsert: a key the target
                        lacks has no row to complete, as the SQL sinks' UPDATE finds none)
     move (key change   ReplaceOne({_id: new}, the old key's document as read before the batch with the columns
-    with columns left  the log carried written over it, upsert=True); with no old document but one under the new
-    out of the log)    key (a replay after a snapshot that saw the move), UpdateOne of the new key; with neither,
+    with columns left  the log carried written over it, upsert=True); when the target is past the move (a
+    out of the log)    replay: see `core.move_source`), UpdateOne of the new key; with neither document,
                        MoveIncomplete unless a later snapshot superseded it (`replaying_until`)
 
 Deletes come first: they include the old keys of moves, whose documents were read before anything was written.
@@ -19,6 +19,7 @@ from typing import Callable
 from pymongo import DeleteOne, ReplaceOne, UpdateOne
 
 from cdc_assets.core.batches import MoveIncomplete, TableChanges
+from cdc_assets.core.move_source import MoveSource, move_source
 from cdc_assets.core.positions import is_before
 from cdc_assets.core.tables import TableSchema
 from cdc_assets.errors import REPLAN_HINT
@@ -49,21 +50,30 @@ def _update(schema: TableSchema, row: dict) -> list[Operation]:
 
 
 def _moves(schema: TableSchema, changes: TableChanges, lookup: Lookup, target: str) -> list[Operation]:
+    """Which document a move takes its left-out columns from: `core.move_source` (without move marks: a replay
+    after a crash is told apart only where the new key's document shows it)."""
     ops: list[Operation] = []
-    for new, move in changes.moves.items():  # rare: one read each
+    for new, move in changes.moves.items():  # rare: two reads each
         origin = lookup(document_id(move.origin, schema))
-        if origin is not None:
+        refilled = move.origin != new and (move.origin in changes.rows or move.origin in changes.moves)
+        replaying = (changes.replaying_until is not None and move.position is not None
+                     and not is_before(changes.replaying_until, move.position))
+        source = move_source(origin_held=origin is not None, new_held=lookup(document_id(new, schema)) is not None,
+                             vacated=move.vacated, refilled=refilled, replaying=replaying, applied=False)
+        if source is MoveSource.ORIGIN:
             carried = to_document({**move.columns, **dict(zip(schema.primary_key, new))}, schema)
             document = {ID: carried[ID], **{k: v for k, v in origin.items() if k != ID}, **carried}
             ops.append(ReplaceOne({ID: document[ID]}, document, upsert=True))
-        elif lookup(document_id(new, schema)) is not None:
+        elif source is MoveSource.NEW_KEY:
             ops += _update(schema, {**move.columns, **dict(zip(schema.primary_key, new))})
-        elif not (changes.replaying_until is not None and move.position is not None
-                  and not is_before(changes.replaying_until, move.position)):
+        elif source is not MoveSource.SUPERSEDED:
             missing = [c.name for c in schema.columns if c.name not in move.columns]
             raise MoveIncomplete(
                 f"cannot move the document of {schema.table} from key {move.origin} to {new} at {move.position}: "
-                f"the log leaves out its unchanged column(s) {', '.join(missing)} and {target} holds neither key",
+                f"the log leaves out its unchanged column(s) {', '.join(missing)} and " +
+                (f"{target} holds neither key" if source is not MoveSource.AMBIGUOUS else
+                 f"the batch fills the old key again while the snapshot may have read it: {target}'s document "
+                 "under the old key may be the moved row or the later one"),
                 f"{REPLAN_HINT}; ALTER TABLE {schema.table} REPLICA IDENTITY FULL on the source makes the log carry "
                 "whole rows")
     return ops

@@ -24,6 +24,7 @@ from cdc_assets.sources.mysql.row_decoder import RowDecoders
 from cdc_assets.sources.mysql.table_map import adopt
 from cdc_assets.sources.mysql.transaction_payload import TransactionPayloadEvent
 from cdc_assets.sources.mysql.values import converters, described, normalise_image
+from cdc_assets.sources.mysql.zero_dates import ZeroDates
 
 ROW_METADATA_HINT = ("set binlog_row_metadata=FULL in the server config (MariaDB >= 10.5, MySQL >= 8.0.14); "
                      "changes logged before that cannot be read by column name: " + REPLAN_HINT)
@@ -106,6 +107,7 @@ class Assembler:
         self._names = {table: frozenset(c.name for c in schema.columns) for table, schema in schemas.items()}
         self._decoders = RowDecoders(self._names, self._convs)
         self._adopted: dict[TableId, list] = {}  # table -> the last TABLE_MAP's columns, adopted (table_map.py)
+        self._zero_dates = {table: ZeroDates(schema) for table, schema in schemas.items()}
         self._handlers = {
             WriteRowsEvent: self._insert, UpdateRowsEvent: self._update, PartialUpdateRowsEvent: self._update,
             DeleteRowsEvent: self._delete, XidEvent: self._xid, QueryEvent: self._query,
@@ -249,15 +251,18 @@ class Assembler:
     def _insert(self, event: WriteRowsEvent) -> None:
         if found := self._rows(event):
             table, schema, convs, pos = found
+            zero_dates = self._zero_dates[table]
             for after, nones in self._images(event, table, convs):
                 key = _key(schema, after)
                 if nones:
                     self._require_whole(table, nones, pos, f"an insert of key {key}")
+                zero_dates.check(after, key, pos, self.where)
                 self.changes.append(RowChange(table, Op.INSERT, key, after, None, pos))
 
     def _update(self, event: UpdateRowsEvent) -> None:
         if found := self._rows(event):
             table, schema, convs, pos = found
+            zero_dates = self._zero_dates[table]
             for before, after, after_nones in self._pairs(event, table, convs, pos):
                 # MINIMAL leaves unchanged key columns out of the after image; the before image has the key.
                 if after_nones and any(k not in after for k in schema.primary_key):
@@ -265,13 +270,18 @@ class Assembler:
                 key, old = _key(schema, after), _key(schema, before)
                 if key != old and after_nones:  # a partial row can update its key's row, not make one at another key
                     self._require_whole(table, after_nones, pos, f"an update moving key {old} to {key}")
+                zero_dates.check(before, old, pos, self.where, before=True)
+                zero_dates.check(after, key, pos, self.where)
                 self.changes.append(RowChange(table, Op.UPDATE, key, after, before, pos))
 
     def _delete(self, event: DeleteRowsEvent) -> None:
         if found := self._rows(event):
             table, schema, convs, pos = found
+            zero_dates = self._zero_dates[table]
             for before, _ in self._images(event, table, convs):
-                self.changes.append(RowChange(table, Op.DELETE, _key(schema, before), None, before, pos))
+                key = _key(schema, before)
+                zero_dates.check(before, key, pos, self.where, before=True)
+                self.changes.append(RowChange(table, Op.DELETE, key, None, before, pos))
 
     def _images(self, event: WriteRowsEvent | DeleteRowsEvent, table: TableId, convs: dict) -> list[tuple[dict, dict]]:
         """The event's row images normalised, each with the library's none_sources (empty: the image is whole)."""

@@ -43,7 +43,8 @@ class BinlogReader:
     (one GTID, not the server's executed set).
 
     Values are what the snapshot reads (see `values.converter`): BIT as a padded bit string, binary kinds as bytes,
-    JSON as text, SET as members in declared order, zero dates as None, DECIMAL as Decimal, TIME as its text,
+    JSON as text, SET as members in declared order, DECIMAL as Decimal, TIME as its text, zero dates refused
+    (zero_dates.py),
     and TIMESTAMP as a *naive datetime in UTC* (the snapshot reads it in a UTC session). A row image may lack
     columns (binlog_row_image MINIMAL/NOBLOB): those are absent from the change, never None.
 

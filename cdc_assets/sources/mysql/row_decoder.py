@@ -31,6 +31,7 @@ from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.row_event import RowsEvent, UpdateRowsEvent
 
 from cdc_assets.sources.mysql import charsets
+from cdc_assets.sources.mysql.zero_dates import ZERO_DATE, date_or_zero
 
 Decoded = Callable[[bytes, int, int], list]
 
@@ -143,12 +144,13 @@ def _reader(column, i: int, scope: dict) -> list[str] | None:
         return [f"v{i} = r{i}(data[o] | data[o + 1] << 8 | data[o + 2] << 16)", "o += 3"]
     if t == FIELD_TYPE.DATETIME2:
         # 40 bits big-endian: sign 1, year*13+month 17, day 5, hour 5, minute 6, second 6; then the fraction.
-        # A value datetime cannot hold (a zero date) is None, as the library makes it.
+        # A value datetime cannot hold (a zero date) is ZERO_DATE, where the library says None (OUT_OF_RANGE).
+        scope["ZERO_DATE"] = ZERO_DATE
         return ["p = int.from_bytes(data[o:o + 5], 'big')", *_fraction(column.fsp, 5), "ym = p >> 22 & 0x1FFFF",
                 "try:",
                 f"    v{i} = datetime(ym // 13, ym % 13, p >> 17 & 31, p >> 12 & 31, p >> 6 & 63, p & 63, "
                 "u if u > 0 else 0)",
-                "except ValueError:", f"    v{i} = None", f"o += {5 + _fsp_bytes(column.fsp)}"]
+                "except ValueError:", f"    v{i} = ZERO_DATE", f"o += {5 + _fsp_bytes(column.fsp)}"]
     if t == FIELD_TYPE.TIMESTAMP2:
         # Seconds since the epoch, 4 bytes big-endian signed, then the fraction: a naive datetime in UTC.
         scope["utc"] = datetime.utcfromtimestamp
@@ -214,12 +216,10 @@ def _fraction(fsp: int, at: int) -> list[str]:
     return lines + ([f"u *= {10 ** (6 - fsp)}"] if fsp < 6 else [])
 
 
-def _date(packed: int) -> date | None:
-    """DATE: 3 bytes little-endian, day 5 bits, month 4, year 15; a zero part is a zero date, None."""
-    year, month, day = packed >> 9 & 0x7FFF, packed >> 5 & 0xF, packed & 0x1F
-    if not (year and month and day):
-        return None
-    return date(year, month, day)
+def _date(packed: int):
+    """DATE: 3 bytes little-endian, day 5 bits, month 4, year 15; a zero part (or a day past the month's end) is
+    ZERO_DATE, where the library says None."""
+    return date_or_zero(packed >> 9 & 0x7FFF, packed >> 5 & 0xF, packed & 0x1F)
 
 
 def _time2(packed: int, micro: int) -> timedelta:

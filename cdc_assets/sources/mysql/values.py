@@ -11,6 +11,7 @@ from pymysqlreplication.constants import NONE_SOURCE
 
 from cdc_assets.core.tables import Column, Kind, TableSchema
 from cdc_assets.sources.mysql.json_text import json_text
+from cdc_assets.sources.mysql.zero_dates import LIBRARY_OUT_OF_RANGE, ZERO_DATE
 
 Converter = Callable[[Any], Any]
 
@@ -75,6 +76,10 @@ def _time_text(precision: int) -> Converter:
     return convert
 
 
+def _timestamp(value: datetime) -> datetime:
+    return ZERO_DATE if value == _ZERO_TIMESTAMP else value
+
+
 def converter(column: Column) -> Converter | None:
     """How a non-NULL binlog value of `column` becomes the snapshot's value; None when it already is."""
     kind = column.kind
@@ -89,14 +94,14 @@ def converter(column: Column) -> Converter | None:
         return _set_text(column)
     if kind == Kind.TIMESTAMP:
         # Decoded as a naive datetime in UTC, like the snapshot's UTC session renders it.
-        return lambda v: None if v == _ZERO_TIMESTAMP else v
+        return _timestamp
     if kind == Kind.YEAR:
         return lambda v: 0 if v == _ZERO_YEAR else v
     if kind == Kind.UUID:
         return _uuid_text
     if kind == Kind.TIME:
         return _time_text(column.precision or 0)
-    return None  # ints, DECIMAL, floats, strings, DATE/DATETIME (zero dates already None)
+    return None  # ints, DECIMAL, floats, strings, DATE/DATETIME (zero dates already ZERO_DATE)
 
 
 def converters(schema: TableSchema) -> dict[str, Converter]:
@@ -116,6 +121,8 @@ def normalise_image(values: dict, none_sources: dict, convs: dict[str, Converter
     for name, source in none_sources.items():
         if source == NONE_SOURCE.COLS_BITMAP:
             del values[name]
+        elif source in LIBRARY_OUT_OF_RANGE and name in values:
+            values[name] = ZERO_DATE  # a zero date the library made None, as row_decoder makes it ZERO_DATE
     for name, convert in convs.items():
         value = values.get(name)
         if value is not None:
