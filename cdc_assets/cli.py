@@ -86,6 +86,11 @@ def _parser() -> argparse.ArgumentParser:
         cmd.set_defaults(func=cmd_savepoint, action=action)
     listing = actions.add_parser("list", help="the task's savepoints, oldest first, and the before-images held")
     listing.set_defaults(func=cmd_savepoint, action="list", name=None)
+    check = sub.add_parser("check", help="load every task file as the code location does (a file, or each of a "
+                                         "folder's); one line per file: ok, or its error; exit 2 if any does not load")
+    check.add_argument("--config", dest="check_path", metavar="PATH_OR_DIR",
+                       help=f"a task file or a folder of them (default: --config before the command, or ${CONFIG_ENV})")
+    check.set_defaults(func=cmd_check)
     pos = sub.add_parser("positions", help="print the position records as JSON lines, then the log headroom")
     pos.set_defaults(func=cmd_positions)
     demo = sub.add_parser("demo", help="start local MariaDB+PostgreSQL, seed a demo schema, snapshot it")
@@ -306,6 +311,18 @@ def cmd_verify(args) -> int:
     statuses = {c.status for c in checks}
     print(f"{sum(c.status == 'passed' for c in checks)}/{len(checks)} splits equal")
     return 1 if FAILED in statuses else 3 if INCONCLUSIVE in statuses else 0
+
+
+def cmd_check(args) -> int:
+    from cdc_assets.task_files import check
+
+    path = args.check_path or args.config
+    if not path:
+        raise CdcError("no task file or folder to check", f"pass --config PATH_OR_DIR or set {CONFIG_ENV}")
+    lines, broken = check(Path(path))
+    for line in lines:
+        print(line)
+    return 2 if broken else 0
 
 
 def cmd_positions(args) -> int:
