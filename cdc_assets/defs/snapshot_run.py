@@ -8,6 +8,7 @@ from typing import Callable
 
 import dagster as dg
 
+from cdc_assets import interrupts
 from cdc_assets.config import TaskConfig
 from cdc_assets.core.splits import SplitPlan
 from cdc_assets.defs.build import build_definitions
@@ -110,6 +111,7 @@ def _snapshot_table(instance, asset, resources, plan: SplitPlan, finished: set[s
         for run_keys in [group[i:i + per_run] for i in range(0, len(group), per_run)]:
             result = dg.materialize([asset], instance=instance, resources=resources, raise_on_error=False, run_config=QUIET,
                                     tags={RANGE_START: run_keys[0], RANGE_END: run_keys[-1]})
+            interrupts.check()  # Dagster's handler took the signal and failed the run: no next run
             if not result.success:
                 report.failures.append(_failure_text(result, run_keys))
     report.seconds = time.monotonic() - started if todo else 0.0
