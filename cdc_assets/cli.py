@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except Interrupted as exc:
         if not exc.told:
-            print(exc.line(args.func.__name__.removeprefix("cmd_")), file=sys.stderr)
+            interrupts.say(exc.line(args.func.__name__.removeprefix("cmd_")))
         return exc.exit_code
 
 
@@ -144,10 +144,9 @@ def _config(args) -> tuple[TaskConfig, str]:
 
 
 def _instance(config: TaskConfig):
-    import dagster as dg
+    from cdc_assets.defs.snapshot_run import cli_instance
 
-    _dagster_home(config.data_dir)
-    return dg.DagsterInstance.get()
+    return cli_instance(_dagster_home(config.data_dir))
 
 
 def _dagster_home(data_dir: Path) -> Path:

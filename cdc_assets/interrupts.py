@@ -14,6 +14,7 @@ next. Nothing happens unless the CLI `install`ed the handlers: a Dagster run's p
 from __future__ import annotations
 
 import os
+import select
 import signal
 import sys
 import threading
@@ -71,6 +72,7 @@ def install() -> None:
     _state.wakeup, _state.installed = read, True
     for signum in SIGNALS:
         signal.signal(signum, _handle)
+    threading.Thread(target=_watch, name="cdc-assets signals", daemon=True).start()
 
 
 def requested() -> threading.Event:
@@ -81,13 +83,24 @@ def requested() -> threading.Event:
 def received() -> int | None:
     """The first SIGINT/SIGTERM this process got, whichever handler (ours, Dagster's) ran for it."""
     if _state.wakeup is not None:
-        try:
-            for signum in os.read(_state.wakeup, 512):
-                if signum in SIGNALS:
-                    _note(signum)
-        except BlockingIOError:
-            pass
+        _drain(_state.wakeup)
     return _state.received
+
+
+def _watch() -> None:
+    """Notes a signal as it comes, even while a Dagster run's handler holds it, so its output is hushed at once."""
+    while True:
+        select.select([_state.wakeup], [], [])
+        _drain(_state.wakeup)
+
+
+def _drain(fd: int) -> None:
+    try:
+        for signum in os.read(fd, 512):
+            if signum in SIGNALS:
+                _note(signum)
+    except BlockingIOError:  # the other reader (`_watch`, `received`) had it
+        pass
 
 
 def check() -> None:
@@ -124,13 +137,20 @@ def _handle(signum: int, frame) -> None:
     if _state.depth == 0:
         raise Interrupted(signum)
     name = signal.Signals(signum).name
-    print(f"{name}: {_state.doing}; {name} again stops at once", file=sys.stderr, flush=True)
+    say(f"{name}: {_state.doing}; {name} again stops at once")
 
 
 def _note(signum: int) -> None:
     if _state.received is None:
         _state.received = signum
+        # What libraries print from here on (a failed Dagster run's stack traces, Spark's cancelled jobs) is the
+        # stop itself, said in the command's own line: written to sys.__stderr__ (`say`).
+        sys.stderr = open(os.devnull, "w")
     _state.stop.set()
+
+
+def say(line: str) -> None:
+    print(line, file=sys.__stderr__, flush=True)
 
 
 def _die(signum: int) -> None:

@@ -3,6 +3,7 @@ contiguous partition ranges of at most `partitions_per_run`, sharing one Spark s
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -94,6 +95,17 @@ def run_snapshot(config: TaskConfig, config_path: str, instance: dg.DagsterInsta
         report.finished = progress.get(report.table, 0)  # with several targets: where the commit policy is met
         report.rows = sum(int(done[s].position_data.get("rows", 0)) for s in ids if s in done)
     return SnapshotReport(reports, positions, notes)
+
+
+def cli_instance(home: Path) -> dg.DagsterInstance:
+    """The instance at `home` as `DagsterInstance.get()` makes it, but for the copy of the runs' stdout/stderr into
+    compute logs: the CLI's runs print to its own terminal, and the copy starts a `tail` and a Python watcher per
+    stream and run, which a Ctrl-C at that terminal reaches too (each printing its traceback)."""
+    from dagster._core.instance.ref import InstanceRef
+
+    ref = InstanceRef.from_dir(str(home), overrides={"compute_logs": {
+        "module": "dagster._core.storage.noop_compute_log_manager", "class": "NoOpComputeLogManager"}})
+    return dg.DagsterInstance.from_ref(ref)
 
 
 def finished_everywhere(runtime: TaskRuntime) -> set[str]:
