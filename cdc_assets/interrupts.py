@@ -52,6 +52,7 @@ class _State:
     def __init__(self) -> None:
         self.installed = False
         self.received: int | None = None  # the first signal
+        self.handled = 0  # signals our handler ran for
         self.depth = 0  # of `deferred` blocks the main thread is in
         self.doing = ""  # what the outermost deferred block does on a signal, for the line it prints
         self.stop = threading.Event()
@@ -130,9 +131,9 @@ def deferred(doing: str) -> Iterator[None]:
 
 
 def _handle(signum: int, frame) -> None:
-    first = _state.received is None
+    _state.handled += 1  # not `received`: the wakeup fd's watcher may note this very signal before it gets here
     _note(signum)
-    if not first:
+    if _state.handled > 1:
         _die(signum)
     if _state.depth == 0:
         raise Interrupted(signum)
