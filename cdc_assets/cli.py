@@ -223,7 +223,7 @@ def cmd_sync(args) -> int:
     try:
         # The lease is held until the savepoint is taken: no batch in between. A signal stops the wait for it at
         # once; once it is held, at the end of the batch in hand (interrupts.py).
-        with task_lease(runtime, doing="sync"), interrupts.deferred(STOPPING_SYNC):
+        with task_lease(runtime, doing="sync"), interrupts.deferred(_stopping_sync(args.savepoint_on_stop)):
             report = sync(runtime, until_caught_up=args.until_caught_up, stop=interrupts.requested(),
                           on_batch=lambda r: print(f"batch {r.batches}: {r.events} changes, checkpoint {r.checkpoint}",
                                                    file=sys.stderr) if r.batches % 100 == 1 else None)
@@ -235,8 +235,9 @@ def cmd_sync(args) -> int:
     return 0
 
 
-STOPPING_SYNC = ("sync stops once the batch in hand is applied and checkpointed (then takes --savepoint-on-stop's "
-                 "savepoint); `cdc-assets sync` goes on from the checkpoint")
+def _stopping_sync(savepoint: str | None) -> str:
+    then = f", then creates savepoint {savepoint}" if savepoint else ""
+    return f"sync stops once the batch in hand is applied and checkpointed{then}; `cdc-assets sync` goes on from there"
 
 
 def cmd_savepoint(args) -> int:
@@ -315,12 +316,8 @@ def cmd_verify(args) -> int:
 def cmd_check(args) -> int:
     from cdc_assets.task_files import check
 
-    path = args.check_path or args.config
-    if not path:
-        raise CdcError("no task file or folder to check", f"pass --config PATH_OR_DIR or set {CONFIG_ENV}")
-    lines, broken = check(Path(path))
-    for line in lines:
-        print(line)
+    lines, broken = check(args.check_path or args.config)
+    print("\n".join(lines))
     return 2 if broken else 0
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from cdc_assets.config import TaskConfig, load_config
+from cdc_assets.config import CONFIG_ENV, TaskConfig, load_config
 from cdc_assets.core.urls import mask
-from cdc_assets.errors import CdcError
+from cdc_assets.errors import CdcError, ConfigError
 
 TASK_FILE_SUFFIXES = (".yaml", ".yml")
 
@@ -52,11 +52,13 @@ def load_folder(folder: Path) -> tuple[list[TaskFile], list[BadTaskFile]]:
     return good, sorted(bad, key=lambda b: b.path)
 
 
-def check(path: Path) -> tuple[list[str], bool]:
-    """One line per task file of `path` (a task file or a folder of them), `<file>: ok, task <task_id>` or
+def check(given: str | None) -> tuple[list[str], bool]:
+    """One line per task file of `given` (a task file or a folder of them), `<file>: ok, task <task_id>` or
     `<file>: <error>`; and whether any is broken. A folder without task files is broken: CI checks a folder
     to have tasks in it."""
-    path = path.expanduser().resolve()
+    if not given:
+        raise ConfigError("no task file or folder to check", f"pass --config PATH_OR_DIR or set {CONFIG_ENV}")
+    path = Path(given).expanduser().resolve()
     if path.is_dir():
         good, bad = load_folder(path)
         if not good and not bad:
