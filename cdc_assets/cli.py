@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except CdcError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        interrupts.say(f"error: {exc}")
         return 2
     except Interrupted as exc:
         if not exc.told:

@@ -151,7 +151,8 @@ def _note(signum: int) -> None:
 
 
 def say(line: str) -> None:
-    print(line, file=sys.__stderr__, flush=True)
+    """A line of the command's own on stderr, also once the libraries' output is hushed."""
+    print(line, file=sys.__stderr__ if _state.received is not None else sys.stderr, flush=True)
 
 
 def _die(signum: int) -> None:
