@@ -8,8 +8,10 @@ import os
 import sys
 from pathlib import Path
 
+from cdc_assets import interrupts
 from cdc_assets.config import CONFIG_ENV, TaskConfig, load_config
 from cdc_assets.errors import CdcError, UnreachableError
+from cdc_assets.interrupts import Interrupted
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,8 +21,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except CdcError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        interrupts.say(f"error: {exc}")
         return 2
+    except Interrupted as exc:
+        if not exc.told:
+            interrupts.say(exc.line(args.func.__name__.removeprefix("cmd_")))
+        return exc.exit_code
 
 
 def run() -> None:
@@ -31,6 +37,7 @@ def run() -> None:
     import atexit
     import threading
 
+    interrupts.install()
     code = main()
     for thread in threading.enumerate():
         if thread is not threading.current_thread() and not thread.daemon:
@@ -55,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     snap = sub.add_parser("snapshot", help="plan if needed, then materialize every unfinished split")
     snap.set_defaults(func=cmd_snapshot)
     sync = sub.add_parser("sync", help="apply the source log to the target from the checkpoint; SIGTERM/SIGINT "
-                                       "finish the batch in hand, checkpoint and exit 0")
+                                       "finish the batch in hand, checkpoint and exit 143/130")
     sync.add_argument("--until-caught-up", action="store_true",
                       help="stop at the source's log end as read at the start, instead of following the log")
     sync.add_argument("--savepoint-on-stop", metavar="NAME",
@@ -88,6 +95,11 @@ def _parser() -> argparse.ArgumentParser:
         cmd.set_defaults(func=cmd_savepoint, action=action)
     listing = actions.add_parser("list", help="the task's savepoints, oldest first, and the before-images held")
     listing.set_defaults(func=cmd_savepoint, action="list", name=None)
+    check = sub.add_parser("check", help="load every task file as the code location does (a file, or each of a "
+                                         "folder's); one line per file: ok, or its error; exit 2 if any does not load")
+    check.add_argument("--config", dest="check_path", metavar="PATH_OR_DIR",
+                       help=f"a task file or a folder of them (default: --config before the command, or ${CONFIG_ENV})")
+    check.set_defaults(func=cmd_check)
     pos = sub.add_parser("positions", help="print the position records as JSON lines, then the log headroom")
     pos.set_defaults(func=cmd_positions)
     demo = sub.add_parser("demo", help="start local MariaDB+PostgreSQL, seed a demo schema, snapshot it")
@@ -134,10 +146,9 @@ def _config(args) -> tuple[TaskConfig, str]:
 
 
 def _instance(config: TaskConfig):
-    import dagster as dg
+    from cdc_assets.defs.snapshot_run import cli_instance
 
-    _dagster_home(config.data_dir)
-    return dg.DagsterInstance.get()
+    return cli_instance(_dagster_home(config.data_dir))
 
 
 def _dagster_home(data_dir: Path) -> Path:
@@ -202,8 +213,6 @@ def cmd_snapshot(args) -> int:
 
 def cmd_sync(args) -> int:
     import logging
-    import signal
-    import threading
 
     from cdc_assets.engine import savepoints
     from cdc_assets.engine.incremental import sync
@@ -212,29 +221,25 @@ def cmd_sync(args) -> int:
 
     config, _ = _config(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
-    stop = threading.Event()
-
-    def request_stop(signum, frame) -> None:
-        print(f"{signal.Signals(signum).name}: finishing the batch in hand, then checkpointing", file=sys.stderr)
-        stop.set()
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C ends at once; the checkpoint still holds
-
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
     runtime = TaskRuntime(config)
-    saved = None
     try:
-        with task_lease(runtime, doing="sync"):  # held until the savepoint is taken: no batch in between
-            report = sync(runtime, until_caught_up=args.until_caught_up, stop=stop,
+        # The lease is held until the savepoint is taken: no batch in between. A signal stops the wait for it at
+        # once; once it is held, at the end of the batch in hand (interrupts.py).
+        with task_lease(runtime, doing="sync"), interrupts.deferred(_stopping_sync(args.savepoint_on_stop)):
+            report = sync(runtime, until_caught_up=args.until_caught_up, stop=interrupts.requested(),
                           on_batch=lambda r: print(f"batch {r.batches}: {r.events} changes, checkpoint {r.checkpoint}",
                                                    file=sys.stderr) if r.batches % 100 == 1 else None)
-            if args.savepoint_on_stop:
-                saved = savepoints.create(runtime, args.savepoint_on_stop)
+            saved = savepoints.create(runtime, args.savepoint_on_stop) if args.savepoint_on_stop else None
+            for line in report.lines() + (saved.lines() if saved else []):  # before `deferred` raises a signal's stop
+                print(line)
     finally:
         runtime.close()
-    for line in report.lines() + (saved.lines() if saved else []):
-        print(line)
     return 0
+
+
+def _stopping_sync(savepoint: str | None) -> str:
+    then = f", then creates savepoint {savepoint}" if savepoint else ""
+    return f"sync stops once the batch in hand is applied and checkpointed{then}; `cdc-assets sync` goes on from there"
 
 
 def cmd_savepoint(args) -> int:
@@ -317,6 +322,14 @@ def cmd_verify(args) -> int:
     return 1 if FAILED in statuses else 3 if INCONCLUSIVE in statuses else 0
 
 
+def cmd_check(args) -> int:
+    from cdc_assets.task_files import check
+
+    lines, broken = check(args.check_path or args.config)
+    print("\n".join(lines))
+    return 2 if broken else 0
+
+
 def cmd_positions(args) -> int:
     from cdc_assets.engine.headroom import task_headroom
     from cdc_assets.engine.runtime import TaskRuntime
@@ -346,8 +359,6 @@ def cmd_demo(args) -> int:
 
 
 def cmd_ui(args) -> int:
-    import signal
-
     from dotenv import load_dotenv
 
     from cdc_assets.dev.dagster_ui import DagsterUi, ui_env
@@ -364,32 +375,28 @@ def cmd_ui(args) -> int:
         home = _dagster_home(Path(".cdc").resolve())
     ui = DagsterUi(home, ui_env(home, config_path), args.host, args.port, args.backfill_interval,
                    Path(args.workspace).resolve() if args.workspace else None)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop both process groups on the way out
     try:
         ui.start()
         print(f"Dagster UI at {ui.url} (DAGSTER_HOME {home}; the backfill daemon looks every "
               f"{args.backfill_interval:g} s; logs: {home}/webserver.log, {home}/daemon.log); Ctrl-C stops it",
               flush=True)
         return ui.wait()
-    except KeyboardInterrupt:
+    except Interrupted:  # SIGINT/SIGTERM: how the UI is stopped; both process groups stop on the way out
         return 0
     finally:
         ui.stop()
 
 
 def cmd_spark_connect_server(args) -> int:
-    import signal
-
     from cdc_assets.dev.spark_connect import SparkConnectServer
 
     server = SparkConnectServer(Path(args.dir).resolve(), port=args.port, driver_memory=args.driver_memory)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop the server's process group on the way out
     try:
         server.start()
         print(f"Spark Connect server at {server.url} (log: {server.log}); set spark.conf spark.remote: {server.url}",
               flush=True)
         return server.wait()
-    except KeyboardInterrupt:
+    except Interrupted:  # SIGINT/SIGTERM: how the server is stopped; its process group stops on the way out
         return 0
     finally:
         server.stop()

@@ -15,13 +15,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from cdc_assets.core.tables import TableId
+from cdc_assets.config_text import describe, expand, redacted, secrets_in_raw, secrets_in_text, yaml_error
 from cdc_assets.core.urls import DbUrl, mask
 from cdc_assets.dbapi.mysql_login import MysqlLogin
 from cdc_assets.errors import ConfigError
 
 CONFIG_ENV = "CDC_ASSETS_CONFIG"
 DEBIAN_JARS = ("/usr/share/java/mariadb-java-client.jar", "/usr/share/java/postgresql.jar")
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class _Model(BaseModel):
@@ -143,8 +143,6 @@ class SourceConfig(_Endpoint):
         if self.db_type != "mongo":
             return {}
         return {"collections": {name: spec.raw() if spec else None for name, spec in self.collections.items()}}
-
-
 
 
 class ReadLimit(_Model):
@@ -444,50 +442,30 @@ def load_config(path: str | os.PathLike | None = None) -> TaskConfig:
         raise ConfigError(f"{file} is a folder; this needs one task file",
                           f"pass --config {file}/<task file>.yaml")
     try:
-        raw = yaml.safe_load(file.read_text())
+        text = file.read_text()
     except FileNotFoundError:
         raise ConfigError(f"config file {file} does not exist", f"check the path or {CONFIG_ENV}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {file} cannot be read ({type(exc).__name__})", "check the file") from None
+    try:
+        raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {file} is not valid YAML: {exc}") from None
+        raise redacted(yaml_error(file, exc), secrets_in_text(text)) from None
     if not isinstance(raw, dict):
         raise ConfigError(f"config file {file} must hold a mapping at the top level")
     return parse_config(raw, base_dir=file.parent)
 
 
 def parse_config(raw: dict, base_dir: Path) -> TaskConfig:
+    """Errors never show a credential of `raw` (config_text.py)."""
     try:
-        config = TaskConfig.model_validate(_expand(raw, ""))
+        config = TaskConfig.model_validate(expand(raw, ""))
     except ValidationError as exc:
-        raise ConfigError(_describe(exc), "fix the key named above; see docs/reference/config.md") from None
+        raise redacted(ConfigError(describe(exc), "fix the key named above; see docs/reference/config.md"),
+                       secrets_in_raw(raw)) from None
+    except ConfigError as exc:  # a validator's (a URL that does not parse), or an unset ${VAR}
+        raise redacted(exc, secrets_in_raw(raw)) from None
     return _resolve_paths(config, base_dir)
-
-
-def _expand(value, key: str):
-    if isinstance(value, dict):
-        return {k: _expand(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_expand(v, f"{key}[{i}]") for i, v in enumerate(value)]
-    if isinstance(value, str):
-        def sub(match: re.Match) -> str:
-            name = match.group(1)
-            if name not in os.environ:
-                raise ConfigError(f"{key} refers to ${{{name}}}, which is not set", f"export {name}=... before running")
-            return os.environ[name]
-
-        return _VAR.sub(sub, value)
-    return value
-
-
-def _describe(exc: ValidationError) -> str:
-    lines = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "config"
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        # Never echo an input value: it may be a URL with a password in it.
-        lines.append(f"{where}: {mask(msg)}")
-    return "invalid config: " + "; ".join(lines)
 
 
 def _resolve_paths(config: TaskConfig, base_dir: Path) -> TaskConfig:

@@ -17,63 +17,22 @@ from __future__ import annotations
 import logging
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
 
 from cdc_assets.config import CONFIG_ENV, TaskConfig, load_config
-from cdc_assets.core.urls import mask
 from cdc_assets.defs.build import build_definitions
 from cdc_assets.defs.resources import CdcTask, TaskSpark
+from cdc_assets.task_files import BadTaskFile, load_folder
 from cdc_assets.errors import CdcError, ConfigError
 
 log = logging.getLogger("cdc_assets.code_location")
 DEFAULT_FILE = "cdc_assets.yaml"
-TASK_FILE_SUFFIXES = (".yaml", ".yml")
 HOW_TO = (f"Set {CONFIG_ENV} to a task file (YAML) or to a folder of task files (*.yaml, *.yml; one task each, "
           f"each its own asset group, sensors and jobs), or put {DEFAULT_FILE} in the folder dagster runs in, then "
           "reload the code location. A task file: task_id, source {db_type, url, tables}, target {db_type, url}; "
           "see docs/getting-started/first-task.md.")
-
-
-@dataclass(frozen=True)
-class TaskFile:
-    path: Path
-    config: TaskConfig
-
-
-@dataclass(frozen=True)
-class BadTaskFile:
-    path: Path
-    error: str  # says what is wrong and the way out; never a secret
-
-
-def task_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in TASK_FILE_SUFFIXES)
-
-
-def load_folder(folder: Path) -> tuple[list[TaskFile], list[BadTaskFile]]:
-    """Every task file of `folder`, loaded; the files that fail, each with its error. Two files of one task_id
-    are both bad: which one is meant cannot be guessed, and both would drive the same positions."""
-    good: list[TaskFile] = []
-    bad: list[BadTaskFile] = []
-    for path in task_files(folder):
-        try:
-            good.append(TaskFile(path, load_config(path)))
-        except CdcError as exc:
-            bad.append(BadTaskFile(path, mask(str(exc))))
-    by_id: dict[str, list[TaskFile]] = {}
-    for task in good:
-        by_id.setdefault(task.config.task_id, []).append(task)
-    for task_id, tasks in by_id.items():
-        if len(tasks) > 1:
-            names = " and ".join(str(t.path) for t in tasks)
-            for t in tasks:
-                bad.append(BadTaskFile(t.path, f"task_id {task_id} is claimed by {names} -- give each task file its "
-                                               "own task_id (it names the task's positions, assets and sensors)"))
-            good = [t for t in good if t.config.task_id != task_id]
-    return good, sorted(bad, key=lambda b: b.path)
 
 
 def code_location(config: str | None = None, cwd: Path | None = None) -> dg.Definitions:

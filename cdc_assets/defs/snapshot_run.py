@@ -3,11 +3,13 @@ contiguous partition ranges of at most `partitions_per_run`, sharing one Spark s
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Callable
 
 import dagster as dg
 
+from cdc_assets import interrupts
 from cdc_assets.config import TaskConfig
 from cdc_assets.core.splits import SplitPlan
 from cdc_assets.defs.build import build_definitions
@@ -107,6 +109,17 @@ def run_snapshot(config: TaskConfig, config_path: str, instance: dg.DagsterInsta
     return SnapshotReport(reports, positions, notes, unanswered)
 
 
+def cli_instance(home: Path) -> dg.DagsterInstance:
+    """The instance at `home` as `DagsterInstance.get()` makes it, but for the copy of the runs' stdout/stderr into
+    compute logs: the CLI's runs print to its own terminal, and the copy starts a `tail` and a Python watcher per
+    stream and run, which a Ctrl-C at that terminal reaches too (each printing its traceback)."""
+    from dagster._core.instance.ref import InstanceRef
+
+    ref = InstanceRef.from_dir(str(home), overrides={"compute_logs": {
+        "module": "dagster._core.storage.noop_compute_log_manager", "class": "NoOpComputeLogManager"}})
+    return dg.DagsterInstance.from_ref(ref)
+
+
 def finished_everywhere(runtime: TaskRuntime, plans: list[SplitPlan]) -> tuple[set[str], dict[str, str]]:
     """Splits of `plans` every target that answers has finished, and why each other target did not answer. A
     marker of an earlier plan of the table (removed from the config and added back) does not count."""
@@ -126,6 +139,7 @@ def _snapshot_table(instance, asset, resources, plan: SplitPlan, finished: set[s
             report.runs += 1
             result = dg.materialize([asset], instance=instance, resources=resources, raise_on_error=False, run_config=QUIET,
                                     tags={RANGE_START: run_keys[0], RANGE_END: run_keys[-1]})
+            interrupts.check()  # Dagster's handler took the signal and failed the run: no next run
             if not result.success:
                 report.failures.append(_failure_text(result, run_keys))
     report.seconds = time.monotonic() - started if todo else 0.0

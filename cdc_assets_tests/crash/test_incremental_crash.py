@@ -114,17 +114,23 @@ def killed_by_itself(proc, timeout=300) -> None:
     assert proc.returncode == -signal.SIGKILL, f"expected the crash point to kill the process:\n{out[-3000:]}"
 
 
-def ok(proc, timeout=600) -> str:
+def ok(proc, timeout=600, code=0) -> str:
     out, _ = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, out[-3000:]
+    assert proc.returncode == code, out[-3000:]
     return out
+
+
+def stopped_by_sigterm(proc, timeout=120) -> str:
+    """A `sync` stopped by SIGTERM ends at a batch end with the shell's code for it, 143."""
+    proc.send_signal(signal.SIGTERM)
+    return ok(proc, timeout=timeout, code=143)
+
 
 def follow_briefly(path, env) -> None:
     """A `sync` following the source for a few seconds, then stopped with SIGTERM: it must exit cleanly."""
     follower = cli(path, env, "sync")
     time.sleep(4)
-    follower.send_signal(signal.SIGTERM)
-    ok(follower, timeout=120)
+    stopped_by_sigterm(follower)
 
 
 def crash_and_resume(rt, plans, path, env, writer: "Writer", phase: str, exactly_once: bool) -> None:

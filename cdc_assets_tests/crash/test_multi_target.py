@@ -19,7 +19,8 @@ from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
 from cdc_assets_tests.crash.test_incremental_crash import (AUDIT, MYSQL_TABLES, ROWS, SPLIT, TABLES, Writer,
                                                            assert_audit_exactly_once, audit_mariadb, cli,
-                                                           follow_briefly, killed_by_itself, ok)
+                                                           follow_briefly, killed_by_itself, ok,
+                                                           stopped_by_sigterm)
 from cdc_assets_tests.support import fetch_rows
 
 pytestmark = pytest.mark.crash
@@ -237,8 +238,7 @@ def test_required_goes_on_while_an_optional_target_is_down(tmp_path, servers, ma
         while time.monotonic() < deadline and task.differing():
             time.sleep(1)
         assert task.differing() == [], "pg_b did not catch up in the running sync"
-        follower.send_signal(signal.SIGTERM)
-        ok(follower, timeout=120)
+        stopped_by_sigterm(follower)
         ok(cli(task.path, task.env, "sync", "--until-caught-up"))
         task.check()
     finally:
