@@ -10,7 +10,7 @@ from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
-from cdc_assets.errors import UnmappedType
+from cdc_assets.errors import TableError, UnmappedType
 from cdc_assets.sources.mysql import charsets
 from cdc_assets.sources.mysql.row_decoder import RowDecoders
 from cdc_assets.sources.mysql.source import MysqlSource
@@ -208,3 +208,40 @@ def test_the_library_reads_every_charset_as_the_row_decoder_does(servers, unique
         got = {name: value for name, value in change.after.items() if name != "id"}
         assert got == {name: want[name] for name in got}, change.after["id"]
 
+
+
+@pytest.mark.parametrize("decoder", ["row decoder", "library"])
+@pytest.mark.parametrize("charset, sequence", [("gbk", "a140"), ("sjis", "81ad"), ("euckr", "a2e8")])
+def test_a_stored_sequence_the_server_cannot_convert_stops_the_log_naming_table_column_and_position(
+        servers, unique_name, monkeypatch, charset, sequence, decoder):
+    """A multi-byte charset's well-formed sequence that maps to no character (the server keeps its bytes, its
+    conversion gives '?') is no text the log could write as the snapshot does: the read stops with a CdcError,
+    not a bare UnicodeDecodeError, for an insert and for an update, on both decoding paths."""
+    ddl = [f"CREATE TABLE t (id INT PRIMARY KEY, ok VARCHAR(4) CHARACTER SET utf8mb4, "
+           f"v VARCHAR(4) CHARACTER SET {charset})"]
+    with source_database(servers, "mysql", unique_name, ddl) as src:
+        with src.cursor() as cur:
+            cur.execute(f"SELECT CONVERT(CAST(UNHEX('{sequence}') AS CHAR CHARACTER SET {charset}) USING utf8mb4)")
+            assert cur.fetchone()[0] == "?"  # the server has no character for it either
+        url = DbUrl.parse(servers.mariadb.url(unique_name))
+        source = MysqlSource(url)
+        try:
+            schema = source.describe(TableId(unique_name, "t"))
+            for statement in (f"INSERT INTO t VALUES (1, 'a', UNHEX('{sequence}'))",
+                              f"UPDATE t SET v = UNHEX('{sequence}'), ok = 'b' WHERE id = 2"):
+                execute(src, "DELETE FROM t", "INSERT INTO t VALUES (2, 'a', 'x')")
+                start = source.current_position()
+                execute(src, statement)
+                end = source.current_position()
+                if decoder == "library":
+                    monkeypatch.setattr(RowDecoders, "rows", lambda *a: None)
+                    monkeypatch.setattr(RowDecoders, "pairs", lambda *a: None)
+                with pytest.raises(TableError) as stopped:
+                    changes(url, {schema.table: schema}, start, end)
+                message = str(stopped.value)
+                assert f"{unique_name}.t" in message and f"v ({charset})" in message, message
+                assert sequence[:2] in message.replace(" ", "") and end.file in message, message
+                assert "re-snapshot the table" in stopped.value.hint
+                monkeypatch.undo()
+        finally:
+            source.close()

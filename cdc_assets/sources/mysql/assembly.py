@@ -16,6 +16,7 @@ from cdc_assets.core.events import Op, RowChange, SchemaChange, Transaction, Tra
 from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.errors import REPLAN_HINT, SourceSetupError, UnreachableError
+from cdc_assets.sources.mysql.charsets import undecodable
 from cdc_assets.sources.mysql.ddl import classify, ddl_tables
 from cdc_assets.sources.mysql.load_query import LoadQueryEvent
 from cdc_assets.sources.mysql.logged_statements import dml_tables, logged_as_statement, statement_verb
@@ -252,7 +253,7 @@ class Assembler:
         if found := self._rows(event):
             table, schema, convs, pos = found
             zero_dates = self._zero_dates[table]
-            for after, nones in self._images(event, table, convs):
+            for after, nones in self._images(event, table, convs, pos):
                 key = _key(schema, after)
                 if nones:
                     self._require_whole(table, nones, pos, f"an insert of key {key}")
@@ -278,30 +279,37 @@ class Assembler:
         if found := self._rows(event):
             table, schema, convs, pos = found
             zero_dates = self._zero_dates[table]
-            for before, _ in self._images(event, table, convs):
+            for before, _ in self._images(event, table, convs, pos):
                 key = _key(schema, before)
                 zero_dates.check(before, key, pos, self.where, before=True)
                 self.changes.append(RowChange(table, Op.DELETE, key, None, before, pos))
 
-    def _images(self, event: WriteRowsEvent | DeleteRowsEvent, table: TableId, convs: dict) -> list[tuple[dict, dict]]:
+    def _images(self, event: WriteRowsEvent | DeleteRowsEvent, table: TableId, convs: dict, pos: MysqlPosition
+                ) -> list[tuple[dict, dict]]:
         """The event's row images normalised, each with the library's none_sources (empty: the image is whole)."""
-        fast = self._decoders.rows(event, table)
-        if fast is not None:
-            return [(image, _WHOLE) for image in fast]
-        names = self._names[table]
-        return [(normalise_image(described(row["values"], names), row["none_sources"], convs), row["none_sources"])
-                for row in event.rows]
+        try:
+            fast = self._decoders.rows(event, table)
+            if fast is not None:
+                return [(image, _WHOLE) for image in fast]
+            names = self._names[table]
+            return [(normalise_image(described(row["values"], names), row["none_sources"], convs),
+                     row["none_sources"]) for row in event.rows]
+        except UnicodeDecodeError as exc:
+            raise undecodable(self.schemas[table], exc, pos, self.where) from None
 
     def _pairs(self, event: UpdateRowsEvent, table: TableId, convs: dict, pos: MysqlPosition
                ) -> list[tuple[dict, dict, dict]]:
         """(before, after, after's none_sources) per row of an update, normalised."""
-        fast = self._decoders.pairs(event, table)
-        if fast is not None:
-            return [(before, after, _WHOLE) for before, after in fast]
-        names = self._names[table]
-        return [(normalise_image(described(row["before_values"], names), row["before_none_sources"], convs),
-                 normalise_image(described(row["after_values"], names), row["after_none_sources"], convs),
-                 row["after_none_sources"]) for row in self._whole_json(event, table, pos)]
+        try:
+            fast = self._decoders.pairs(event, table)
+            if fast is not None:
+                return [(before, after, _WHOLE) for before, after in fast]
+            names = self._names[table]
+            return [(normalise_image(described(row["before_values"], names), row["before_none_sources"], convs),
+                     normalise_image(described(row["after_values"], names), row["after_none_sources"], convs),
+                     row["after_none_sources"]) for row in self._whole_json(event, table, pos)]
+        except UnicodeDecodeError as exc:
+            raise undecodable(self.schemas[table], exc, pos, self.where) from None
 
     def _whole_json(self, event: UpdateRowsEvent, table: TableId, pos: MysqlPosition) -> list[dict]:
         """The event's rows, with each partial JSON value (binlog_row_value_options=PARTIAL_JSON) rebuilt from

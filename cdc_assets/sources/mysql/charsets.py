@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import codecs
 
+from cdc_assets.core.tables import TableSchema
+from cdc_assets.errors import TableError
+
 # charset -> (Python codec of the family, bytes the server reads otherwise: byte -> its character)
 _UNMAPPED = "?"
 _SINGLE_BYTE: dict[str, tuple[str, dict[int, str]]] = {
@@ -79,7 +82,10 @@ def _sjis() -> codecs.CodecInfo:
     fullwidth = {0xFF3C: "\\"}
 
     def decode(data, errors="strict"):
-        text, n = base.decode(data, errors)
+        try:
+            text, n = base.decode(data, errors)
+        except UnicodeDecodeError as exc:  # named as ours, so that the error finds the columns in sjis
+            raise UnicodeDecodeError("mysql_sjis", exc.object, exc.start, exc.end, exc.reason) from None
         return (text.translate(fullwidth) if "\uff3c" in text else text), n
     return codecs.CodecInfo(name="mysql_sjis", encode=base.encode, decode=decode)
 
@@ -110,3 +116,21 @@ def codec(charset: str | None) -> str | None:
 def unreadable(charset: str | None) -> bool:
     """Whether text in `charset` cannot be decoded exactly from the binlog."""
     return charset not in (None, BINARY) and codec(charset) is None
+
+
+UNDECODABLE_HINT = ("the server stores this byte sequence but cannot convert it to Unicode (the snapshot reads it as "
+                    "'?'): rewrite the value on the source as valid text, then re-snapshot the table (out of "
+                    "source.tables for one sync, back in, cdc-assets snapshot); or convert the column to utf8mb4, "
+                    "or leave it out with source.exclude_columns")
+
+
+def undecodable(schema: TableSchema, exc: UnicodeDecodeError, position, where: str) -> TableError:
+    """The error for a row image whose text `exc` could not decode: its table, the columns in the failing codec's
+    charset, the position, and the offending bytes (a few, never the whole value)."""
+    failing = codecs.lookup(exc.encoding).name if exc.encoding != "charmap" else None
+    columns = [c for c in schema.columns if c.charset and codec(c.charset)
+               and codecs.lookup(codec(c.charset)).name == failing]
+    named = ", ".join(f"{c.name} ({c.charset})" for c in columns) or "a text column"
+    sequence = bytes(exc.object[exc.start:min(exc.end, exc.start + 8)]).hex(" ")
+    return TableError(f"a row change of {schema.table} at {position} in the binlog of {where} holds bytes "
+                      f"{sequence} in {named} that are no text of its character set", UNDECODABLE_HINT)
