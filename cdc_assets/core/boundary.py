@@ -20,6 +20,7 @@ from cdc_assets.core.headroom import Headroom
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.positions import Position
 from cdc_assets.core.splits import KeyRange, Split, SplitPlan
+from cdc_assets.core.fits import Capacity
 from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.errors import CdcError
@@ -252,6 +253,13 @@ class Sink(Protocol):
         """Create the target table when missing (True); accept an existing one that can hold every column."""
 
     def add_columns(self, schema: TableSchema, columns: list[Column]) -> None: ...
+
+    def column_capacities(self, table: TableId) -> dict[str, Capacity | None]:
+        """What each column of the target table holds (core/fits.py), as its catalog says now; None for a
+        column whose values the target checks alone, {} for a target without declared columns."""
+
+    def alter_column_sql(self, table: TableId, column: Column) -> str:
+        """The statement that makes the target column hold `column`'s values (advice in messages)."""
 
     def staging_table(self, table: TableId, first_split: int) -> TableId: ...
 

@@ -45,6 +45,7 @@ from cdc_assets.engine.prefetch import prefetch
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.savepoints import ImageWriter, recover, task_lease
 from cdc_assets.engine.schema_changes import SchemaChangeHalted, added_columns
+from cdc_assets.engine.value_fit import check_fit
 from cdc_assets.engine.target_down import one_line, target_down
 from cdc_assets.engine.target_transaction import Parts, Tally, TargetTransaction
 from cdc_assets.errors import CdcError, PlanError, PositionLost, PositionsIncomparable, UnreachableError
@@ -603,6 +604,7 @@ class _Lane:
             first = floor
         for table, table_changes in net.items():
             table_changes.replaying_until = self._replaying_until(table, first)
+            check_fit(self.rt.sink, self.schemas[table], table_changes, changes, floor or self.position)
             self.rt.sink.prepare_changes(self.schemas[table], table_changes)
         if self.pacer is not None:
             self.pacer.count(changes)

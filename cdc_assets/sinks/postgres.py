@@ -70,6 +70,10 @@ class PostgresSink(SqlSink):
         return {}  # see _copies_fresh
 
     @cached_property
+    def _cast_types(self) -> dict[TableId, dict[str, str]]:
+        return {}  # see _casts
+
+    @cached_property
     def has_postgis(self) -> bool:
         with self.conn.cursor() as cur:
             cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'postgis'")
@@ -79,7 +83,30 @@ class PostgresSink(SqlSink):
         self._check_types(schema)
         self._unique_keys.pop(schema.table, None)
         self._fresh_copies.pop(schema.table, None)
+        self._cast_types.pop(schema.table, None)
         return super().ensure_table(schema)
+
+    def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
+        self._cast_types.pop(schema.table, None)
+        super().add_columns(schema, columns)
+
+    def alter_column_sql(self, table: TableId, column: Column) -> str:
+        return f"ALTER TABLE {self.table_sql(table)} ALTER COLUMN {self.q(column.name)} TYPE {self.column_type(column, False)}"
+
+    def _casts(self, cursor, schema: TableSchema, types: dict[str, str]) -> dict[str, str]:
+        """The type each log value is cast to: the target column's own type (its catalog, read once per table and
+        run: a column the user altered counts from the next run), without its length, precision or scale. An
+        explicit `CAST(x AS varchar(10))` cuts and `CAST(x AS integer)` rounds without an error; the column's
+        own assignment check then raises where a value is too long or too large, and the engine looked first at
+        what the assignment would round (core/fits.py). bit(n) keeps its length: an int becomes a bit string only
+        by an explicit cast to bit(n), and the engine checks that it has no more bits."""
+        found = self._cast_types.get(schema.table)
+        if found is None:
+            cursor.execute("SELECT attname, format_type(atttypid, CASE WHEN atttypid = 'bit'::regtype THEN atttypmod END) "
+                           "FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped",
+                           (self.table_sql(schema.table),))
+            found = self._cast_types[schema.table] = dict(cursor.fetchall())
+        return {n: found.get(n, t) for n, t in types.items()}
 
     def _check_types(self, schema: TableSchema) -> None:
         """Same engine, same declarations: a type from an extension (hstore) must exist on the target too."""
@@ -143,13 +170,14 @@ class PostgresSink(SqlSink):
     def apply_changes(self, cursor, schema: TableSchema, changes: TableChanges) -> None:
         table, key = self.table_sql(schema.table), schema.primary_key
         types = self._types(schema)
+        casts = self._casts(cursor, schema, types)
 
         def values(names) -> tuple[str, str]:
             # Explicit casts: the log's Python values (bit strings, JSON text, ints for booleans) become the
             # column's type exactly as the snapshot's text would. CAST, not `::`: `-32768::smallint` parses as
             # -(32768::smallint), out of range.
             return (", ".join(self.q(n) for n in names),
-                    "(" + ", ".join(f"CAST(%s AS {types[n]})" for n in names) + ")")
+                    "(" + ", ".join(f"CAST(%s AS {casts[n]})" for n in names) + ")")
 
         if self.source_db_type == "mysql":
             _refuse_nul(schema, changes)
@@ -159,7 +187,7 @@ class PostgresSink(SqlSink):
         gone = [*changes.deletes, *changes.rows, *moves.copies]
         others = [*changes.deletes, *moves.copies]
         upsert = bool(changes.rows) and self._upserts(cursor, schema)
-        if len(gone) < COPY_MIN_ROWS or not self._copy_rows(cursor, schema, types, others, changes, upsert):
+        if len(gone) < COPY_MIN_ROWS or not self._copy_rows(cursor, schema, types, casts, others, changes, upsert):
             names = [c.name for c in schema.columns]
             rows = [tuple(param(n, row.get(n)) for n in names) for row in changes.rows.values()]
             if doomed := others if upsert else gone:
@@ -178,8 +206,8 @@ class PostgresSink(SqlSink):
             _execute(cursor, f"UPDATE {table} AS t SET {sets} FROM (VALUES %s) AS v({cols}) WHERE {match}", rows,
                      template)
 
-    def _copy_rows(self, cursor, schema: TableSchema, types: dict[str, str], others: list[tuple],
-                   changes: TableChanges, upsert: bool) -> bool:
+    def _copy_rows(self, cursor, schema: TableSchema, types: dict[str, str], casts: dict[str, str],
+                   others: list[tuple], changes: TableChanges, upsert: bool) -> bool:
         """Delete the keys of `others` (and of the full rows unless `upsert`), then insert the full rows, through
         temporary tables filled by COPY (see copy_rows.py); False, with nothing done, when a value cannot go
         through COPY text. The fresh rows go by COPY straight into the table where that is sure to stop at a key
@@ -195,7 +223,7 @@ class PostgresSink(SqlSink):
         if fresh_text and not (upsert and changes.replaying_until is None and self._copies_fresh(cursor, schema, types)
                                and _copied_into(cursor, table, [self.q(n) for n in names], fresh_text)):
             rows_text += fresh_text
-        cast = lambda n: f"CAST(v.{self.q(n)} AS {types[n]})"  # noqa: E731 - as the VALUES template casts
+        cast = lambda n: f"CAST(v.{self.q(n)} AS {casts[n]})"  # noqa: E731 - as the VALUES template casts
         match = " AND ".join(f"t.{self.q(k)} = {cast(k)}" for k in key)
         staged = [(name, columns, text) for name, columns, text in
                   (("_cdc_rows", names, rows_text), ("_cdc_gone", key, others_text)) if text]
@@ -259,7 +287,7 @@ class PostgresSink(SqlSink):
 
     def target_row(self, cursor, schema: TableSchema, key: tuple) -> tuple | None:
         # As text: every PostgreSQL type reads back exactly through its text form and the `%s::type` casts.
-        types = {k: self.column_type(schema.column(k), True) for k in schema.primary_key}
+        types = self._casts(cursor, schema, {k: self.column_type(schema.column(k), True) for k in schema.primary_key})
         cursor.execute(f"SELECT {', '.join(f'{self.q(c.name)}::text' for c in schema.columns)} "
                        f"FROM {self.table_sql(schema.table)} WHERE "
                        + " AND ".join(f"{self.q(k)} = CAST(%s AS {types[k]})" for k in schema.primary_key), key)
