@@ -26,6 +26,7 @@ class Family(str, Enum):
     DECIMAL = "decimal"  # `limit` digits of which `scale` after the point; limit None: any
     TEMPORAL = "temporal"  # `scale` fractional digits of a second
     BIT = "bit"  # `limit` bits
+    OTHER = "other"  # checked by the server alone (a too long TEXT, a float out of range: errors, never cuts)
 
 
 @dataclass(frozen=True)
@@ -43,10 +44,9 @@ _TEMPORAL = ("timestamp", "datetime", "time", "interval")
 
 
 def capacity(data_type: str, char_length: int | None, precision: int | None, scale: int | None,
-             fraction: int | None, column_type: str | None = None) -> Capacity | None:
+             fraction: int | None, column_type: str | None = None) -> Capacity:
     """From an information_schema.columns row (DATA_TYPE, CHARACTER_MAXIMUM_LENGTH, NUMERIC_PRECISION,
-    NUMERIC_SCALE, DATETIME_PRECISION, and MySQL's COLUMN_TYPE for `unsigned`); None for types checked by the
-    server alone (a too long TEXT or a number out of a float's range is an error there, never a silent cut)."""
+    NUMERIC_SCALE, DATETIME_PRECISION, and MySQL's COLUMN_TYPE for `unsigned`)."""
     name = data_type.lower()
     text = column_type or _with_limits(name, char_length, precision, scale, fraction)
     if name in ("character varying", "varchar", "character", "char"):
@@ -63,7 +63,7 @@ def capacity(data_type: str, char_length: int | None, precision: int | None, sca
     if name in ("bit", "bit varying"):
         # MySQL gives BIT(n)'s n as its numeric precision, PostgreSQL as its character length.
         return Capacity(Family.BIT, text, char_length if char_length is not None else precision)
-    return None
+    return Capacity(Family.OTHER, text)
 
 
 def _with_limits(name: str, char_length: int | None, precision: int | None, scale: int | None,
@@ -76,7 +76,7 @@ def _with_limits(name: str, char_length: int | None, precision: int | None, scal
 
 def holds(cap: Capacity | None, column: Column) -> bool:
     """Whether every value the source column can hold fits `cap` unchanged: then no value needs a look."""
-    if cap is None:
+    if cap is None or cap.family is Family.OTHER:
         return True
     kind, family = column.kind, cap.family
     if family is Family.TEXT:
@@ -113,7 +113,7 @@ _FRACTION = re.compile(r"[:\d]\.(\d+)")  # a second's fraction in a temporal tex
 def fits(cap: Capacity, value: Any) -> bool:
     """Whether the target stores `value` (a log value: Python's or, between two PostgreSQL servers, the source's
     text of it) as it is. NULL, and values the server refuses with an error of its own (NaN into MySQL), fit."""
-    if value is None:
+    if value is None or cap.family is Family.OTHER:
         return True
     try:
         if cap.family is Family.TEXT:

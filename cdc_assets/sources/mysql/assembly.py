@@ -177,8 +177,8 @@ class Assembler:
         default_db = event.schema.decode("utf-8", errors="replace")
         tables = ddl_tables(statement, default_db, self.schemas)
         position = self._end(event)
-        kind, added = classify(statement)
-        return [SchemaChange(t, statement, position, kind, added) for t in tables]
+        kind, added, columns = classify(statement)
+        return [SchemaChange(t, statement, position, kind, added, columns) for t in tables]
 
     def _xa_prepare(self, event: XAPrepareEvent) -> list:
         if event.one_phase:  # MySQL logs XA COMMIT ... ONE PHASE as a group ending in this event
