@@ -196,7 +196,7 @@ class PostgresSink(SqlSink):
                          template)
             if rows:
                 cols, template = values(names)
-                _execute(cursor, f"INSERT INTO {table} ({cols}) VALUES %s{self._on_conflict(schema, upsert)}", rows,
+                _execute(cursor, f"INSERT INTO {table} AS t ({cols}) VALUES %s{self._on_conflict(schema, upsert)}", rows,
                          template)
         if moves.copies:
             self._insert_copies(cursor, schema, moves, values)
@@ -232,7 +232,7 @@ class PostgresSink(SqlSink):
             if name == "_cdc_gone" or not upsert:
                 cursor.execute(f"DELETE FROM {table} AS t USING {name} AS v WHERE {match}")
         if rows_text:
-            cursor.execute(f"INSERT INTO {table} ({', '.join(self.q(n) for n in names)}) "
+            cursor.execute(f"INSERT INTO {table} AS t ({', '.join(self.q(n) for n in names)}) "
                            f"SELECT {', '.join(cast(n) for n in names)} FROM _cdc_rows AS v"
                            f"{self._on_conflict(schema, upsert)}")
         if staged:
@@ -260,6 +260,7 @@ class PostgresSink(SqlSink):
         return self._fresh_copies[schema.table]
 
     def _on_conflict(self, schema: TableSchema, upsert: bool) -> str:
+        """For an INSERT whose table is aliased (`AS t`): a table named `excluded` would make EXCLUDED ambiguous."""
         if not upsert:
             return ""
         sets = ", ".join(f"{self.q(c.name)} = EXCLUDED.{self.q(c.name)}" for c in schema.columns
