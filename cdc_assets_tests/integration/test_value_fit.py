@@ -73,3 +73,40 @@ def test_a_value_a_narrowed_target_column_cannot_hold_stops_the_batch_naming_it(
         sync(make(), until_caught_up=True)
     assert f" at {checkpoint}:" not in str(err.value)  # the change's own position, past the checkpoint
     assert len(fetch_rows(tgt, table, "id")) == rows
+
+
+def test_a_mysql_target_that_would_round_stops_the_batch_too(servers, unique_name, tmp_path):
+    """MySQL rounds a DECIMAL's extra digits and a DATETIME's extra fraction even in strict mode (a note, no
+    error): the engine looks at the values first."""
+    ns = unique_name
+    seed = [f"CREATE SCHEMA {ns}", f"CREATE TABLE {ns}.t (id INT PRIMARY KEY, n NUMERIC(10,2), d TIMESTAMP(3))"]
+    with source_database(servers, "postgres", unique_name, seed) as src:
+        config = config_for(tmp_path, servers, task_id=unique_name, source="postgres", source_db=unique_name,
+                            tables=[f"{ns}.t"], target="mysql", target_db=ns, pipeline={"startup_mode": "latest"})
+        runtimes = [TaskRuntime(config)]
+        tgt = servers.mariadb.connect(None)
+
+        def run() -> None:
+            runtimes.append(TaskRuntime(config))
+            sync(runtimes[-1], until_caught_up=True)
+        try:
+            runtimes[0].sink.ensure_table(runtimes[0].source.describe(config.source.table_ids[0]))
+            run()
+            execute(tgt, f"ALTER TABLE `{ns}`.t MODIFY n DECIMAL(10,1), MODIFY d DATETIME(1)")
+            execute(src, f"INSERT INTO {ns}.t VALUES (1, 12.30, '2024-01-01 00:00:00.500')")
+            run()  # 12.30 and .500 fit DECIMAL(10,1) and DATETIME(1) as they are
+            execute(src, f"INSERT INTO {ns}.t VALUES (2, 12.3, '2024-01-01 00:00:00.25')")
+            with pytest.raises(ValueMisfit, match=r"row \(2,\) .*column 'd' holds .*, which the target's column "
+                                                  r"\(datetime\(1\)\).* MODIFY `d` datetime\(3\)"):
+                run()
+            execute(tgt, f"ALTER TABLE `{ns}`.t MODIFY d DATETIME(3)")
+            execute(src, f"INSERT INTO {ns}.t VALUES (3, 12.34, '2024-01-01 00:00:00')")
+            with pytest.raises(ValueMisfit, match=r"row \(3,\) .*column 'n' holds Decimal\('12.34'\), which the "
+                                                  r"target's column \(decimal\(10,1\)\).* MODIFY `n` decimal\(10,2\)"):
+                run()
+            assert [r[:2] for r in fetch_rows(tgt, f"`{ns}`.t", "id")] == [(1, Decimal("12.3"))]
+        finally:
+            for rt in runtimes:
+                rt.close()
+            execute(tgt, f"DROP DATABASE IF EXISTS `{ns}`")
+            tgt.close()
