@@ -254,9 +254,10 @@ class Sink(Protocol):
 
     def add_columns(self, schema: TableSchema, columns: list[Column]) -> None: ...
 
-    def column_capacities(self, table: TableId) -> dict[str, Capacity | None]:
-        """What each column of the target table holds (core/fits.py), as its catalog says now; None for a
-        column whose values the target checks alone, {} for a target without declared columns."""
+    def column_capacities(self, table: TableId, fresh: bool = False) -> dict[str, Capacity | None]:
+        """What each column of the target table holds (core/fits.py), as its catalog said at the first call
+        (or says now, with `fresh`: the log's values are then cast to what it says now); {} for a target
+        without declared columns."""
 
     def alter_column_sql(self, table: TableId, column: Column) -> str:
         """The statement that makes the target column hold `column`'s values (advice in messages)."""

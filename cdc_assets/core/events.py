@@ -38,7 +38,10 @@ class SchemaChangeKind(str, Enum):
 
     ADDED_COLUMNS = "added_columns"  # only new columns (`added`)
     RETYPED = "retyped"  # existing columns' definitions changed (`columns`), maybe columns added (`added`)
-    TABLE_RENAMED = "table_renamed"  # only the table's name: its changes keep coming (PostgreSQL: by relation)
+    # The table as a whole, none of its columns, and its changes keep coming: a PostgreSQL rename (the log names
+    # the relation), a MySQL CREATE TABLE of a table that exists (IF NOT EXISTS, or a replay from before it was
+    # created: re-creating it needs a DROP or RENAME first, which stop).
+    TABLE_ONLY = "table_only"
     HARMLESS = "harmless"  # index, constraint, comment, table options...: every row image stays as it was
     # Anything else: with `columns`, confined to those existing columns (a drop, a rename); without, the table
     # itself (its key, a truncate, a drop) or a change the source cannot tell apart.

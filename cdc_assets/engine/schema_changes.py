@@ -4,9 +4,10 @@ about it under pipeline.schema_change_policy. The rule, in order:
 1. HARMLESS (indexes, constraints, comments, table options, defaults): go on, under every policy.
 2. Changes confined to columns the task does not capture (source.exclude_columns, or added earlier and left out):
    go on, under every policy.
-3. TABLE_RENAMED (PostgreSQL, which keeps sending the table's changes under its new name): go on under `ignore`.
-4. Columns added: under `apply_add_columns` added to the target and captured; under `ignore` left out (not
-   captured: the target does not get them until a re-plan); under `halt`, stop.
+3. TABLE_ONLY (a PostgreSQL table renamed, whose changes keep coming under its new name; a MySQL CREATE TABLE of
+   the table that exists: IF NOT EXISTS, or a replay of the log from before its creation): go on under `ignore`.
+4. Columns added: under `apply_add_columns` added to the target and captured; under `ignore` left out, recorded
+   as source.exclude_columns are (the target does not get them until a re-plan); under `halt`, stop.
 5. Captured columns retyped: the source's new definitions are read, and followed (recorded, and the log read on
    with them) where the target's columns hold every value of them (core/fits.py `holds`), under every policy;
    otherwise stop, naming the statements that make the target hold them. Changing the target column is the way
@@ -45,21 +46,22 @@ def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: 
     """What the task reads the table with from `change` on: None for the schema it has (go on), else the new
     schema to record. Raises SchemaChangeHalted."""
     where = f"{change.table} at {change.position}"
-    if change.kind is _K.HARMLESS or (change.kind is _K.TABLE_RENAMED and policy == "ignore"):
+    if change.kind is _K.HARMLESS or (change.kind is _K.TABLE_ONLY and policy == "ignore"):
         log.info("DDL on %s leaves the captured columns as they are, continuing: %s", where, change.statement)
         return None
-    if schema is None or change.kind is _K.TABLE_RENAMED:
+    if schema is None or change.kind is _K.TABLE_ONLY:
         raise SchemaChangeHalted(change, policy)
     captured = {c.name for c in schema.columns}
     touched = [n for n in change.columns if n in captured]
     if change.kind is _K.OTHER and (touched or not change.columns):
         raise SchemaChangeHalted(change, policy)
-    if change.added and policy == "halt":
+    new = tuple(n for n in change.added if n not in schema.excluded)
+    if new and policy == "halt":
         raise SchemaChangeHalted(change, policy)
-    adds = change.added if policy == "apply_add_columns" else ()
-    if not touched and not adds:
-        log.warning("DDL on %s changes no captured column, continuing%s: %s", where,
-                    f" without the added {list(change.added)} (not captured)" if change.added else "", change.statement)
+    adds = new if policy == "apply_add_columns" else ()
+    left_out = new if policy == "ignore" else ()
+    if not touched and not adds and not left_out:
+        log.info("DDL on %s changes no captured column, continuing: %s", where, change.statement)
         return None
     current = describe(schema.table)
     now = {c.name: c for c in current.columns}
@@ -69,15 +71,18 @@ def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: 
     added = [c for c in current.columns if c.name not in captured and c.name in adds]
     if added:
         sink.add_columns(schema, added)
-    log.info("DDL on %s: following %s%s: %s", where, f"retyped {touched} (the target holds them)" if touched else "",
-             f" added {[c.name for c in added]}" if added else "", change.statement)
+    log.log(logging.WARNING if left_out else logging.INFO, "DDL on %s: following it%s%s%s: %s", where,
+            f", retyped {touched} (the target holds them)" if touched else "",
+            f", added {[c.name for c in added]}" if added else "",
+            f", leaving out the added {list(left_out)} (not captured until a re-plan)" if left_out else "",
+            change.statement)
     return TableSchema(schema.table, tuple(now[c.name] if c.name in touched else c for c in schema.columns)
-                       + tuple(added), schema.primary_key, schema.excluded)
+                       + tuple(added), schema.primary_key, schema.excluded + left_out)
 
 
 def _check_target_holds(change: SchemaChange, policy: str, sink: Sink, schema: TableSchema,
                         retyped: list[Column]) -> None:
-    capacities = sink.column_capacities(schema.table)
+    capacities = sink.column_capacities(schema.table, fresh=True)  # the user may have altered it since the run began
     missing = []
     for column in retyped:
         cap, in_key = capacities.get(column.name), column.name in schema.primary_key

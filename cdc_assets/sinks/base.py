@@ -157,10 +157,10 @@ class SqlSink:
     def jdbc(self) -> JdbcEndpoint:
         return jdbc_for(self.url, write=True)
 
-    def column_capacities(self, table: TableId) -> dict[str, Capacity | None]:
+    def column_capacities(self, table: TableId, fresh: bool = False) -> dict[str, Capacity | None]:
         """What each column of the target table holds, from its catalog: read once per table and sink (each run
-        has its own sink, so a column the user altered is seen by the next run)."""
-        found = self._capacities.get(table)
+        has its own sink, so a column the user altered is seen by the next run), or anew when `fresh`."""
+        found = None if fresh else self._capacities.get(table)
         if found is None:
             with self.conn.cursor() as cur:
                 cur.execute("SELECT column_name, data_type, character_maximum_length, numeric_precision, numeric_scale, "

@@ -81,16 +81,19 @@ class PostgresSink(SqlSink):
         self._cast_types.pop(schema.table, None)
         super().add_columns(schema, columns)
 
+    def column_capacities(self, table: TableId, fresh: bool = False) -> dict:
+        if fresh:
+            self._cast_types.pop(table, None)  # the casts follow what the capacities say
+        return super().column_capacities(table, fresh)
+
     def alter_column_sql(self, table: TableId, column: Column) -> str:
         return f"ALTER TABLE {self.table_sql(table)} ALTER COLUMN {self.q(column.name)} TYPE {self.column_type(column, False)}"
 
     def _casts(self, cursor, schema: TableSchema, types: dict[str, str]) -> dict[str, str]:
-        """The type each log value is cast to: the target column's own type (its catalog, read once per table and
-        run: a column the user altered counts from the next run), without its length, precision or scale. An
-        explicit `CAST(x AS varchar(10))` cuts and `CAST(x AS integer)` rounds without an error; the column's
-        own assignment check then raises where a value is too long or too large, and the engine looked first at
-        what the assignment would round (core/fits.py). bit(n) keeps its length: an int becomes a bit string only
-        by an explicit cast to bit(n), and the engine checks that it has no more bits."""
+        """The type each log value is cast to: the target column's own type (its catalog, as `column_capacities`
+        read it) without its length, precision or scale. `CAST(x AS varchar(10))` cuts and `CAST(x AS integer)`
+        rounds without an error; the column's assignment check raises instead, and the engine looked first at
+        what it would round (core/fits.py). bit(n) keeps its length: only that cast makes an int a bit string."""
         found = self._cast_types.get(schema.table)
         if found is None:
             cursor.execute("SELECT attname, format_type(atttypid, CASE WHEN atttypid = 'bit'::regtype THEN atttypmod END) "

@@ -126,10 +126,10 @@ def run_scenario(servers, tmp_path, src, tgt, source, db, ns, name, scenario: Sc
                 run(policy)
             else:
                 run(outcome)
-        captured = [c for c in scenario.columns if c in target_columns(tgt, ns, name)]
-        expected = _select(src, scenario.table.format(t=table), captured)
-        got = _select(tgt, target_table, captured)
-        assert got == expected, f"{name} under {policy}: target {got} != source {expected}"
+        assert_equal(src, tgt, scenario, table, target_table, f"{name} under {policy}")
+        execute(src, f"UPDATE {scenario.table.format(t=table)} SET v = 'c' WHERE id = 1")
+        run("halt")  # back to the default policy: later runs go on, and keep the target equal
+        assert_equal(src, tgt, scenario, table, target_table, f"{name} under {policy}, then halt")
     finally:
         for rt in runtimes:
             rt.close()
@@ -137,9 +137,14 @@ def run_scenario(servers, tmp_path, src, tgt, source, db, ns, name, scenario: Sc
             drop_slot(src, slot_name(task_id))
 
 
-def target_columns(tgt, ns: str, table: str) -> set[str]:
-    return {r[0] for r in _query(tgt, "SELECT column_name FROM information_schema.columns WHERE table_schema = %s "
-                                      "AND table_name = %s", (ns, table))}
+def assert_equal(src, tgt, scenario: Scenario, table: str, target_table: str, what: str) -> None:
+    """The target's rows equal the source's on the captured columns (an added column only where the target got it)."""
+    ns, name = table.split(".")
+    present = {r[0] for r in _query(tgt, "SELECT column_name FROM information_schema.columns WHERE table_schema = %s "
+                                         "AND table_name = %s", (ns, name))}
+    captured = [c for c in scenario.columns if c in present]
+    expected, got = _select(src, scenario.table.format(t=table), captured), _select(tgt, target_table, captured)
+    assert got == expected, f"{what}: target {got} != source {expected}"
 
 
 def _select(conn, table: str, columns: list[str]) -> list[tuple]:

@@ -10,7 +10,7 @@ from cdc_assets.sources.mysql.ddl import classify
 from cdc_assets.sources.postgres.drift import Shape, drift
 
 ADDED, HARMLESS, OTHER = SchemaChangeKind.ADDED_COLUMNS, SchemaChangeKind.HARMLESS, SchemaChangeKind.OTHER
-RETYPED, RENAMED = SchemaChangeKind.RETYPED, SchemaChangeKind.TABLE_RENAMED
+RETYPED, TABLE_ONLY = SchemaChangeKind.RETYPED, SchemaChangeKind.TABLE_ONLY
 T = TableId("s", "t")
 
 
@@ -52,7 +52,9 @@ T = TableId("s", "t")
     ("RENAME TABLE t TO u", OTHER, (), ()),
     ("DROP TABLE t", OTHER, (), ()),
     ("TRUNCATE TABLE t", OTHER, (), ()),
-    ("CREATE TABLE t (id INT PRIMARY KEY)", OTHER, (), ()),
+    ("CREATE TABLE t (id INT PRIMARY KEY)", TABLE_ONLY, (), ()),  # t exists: IF NOT EXISTS, or a replay
+    ("CREATE TABLE IF NOT EXISTS t (id INT PRIMARY KEY)", TABLE_ONLY, (), ()),
+    ("CREATE OR REPLACE TABLE t (id INT PRIMARY KEY)", OTHER, (), ()),
 ])
 def test_mysql_statements_are_classified_by_their_clauses(statement, kind, added, columns):
     assert classify(statement) == (kind, added, columns)
@@ -72,7 +74,7 @@ BEFORE = shape(id="integer", v="text")
     (shape(id="integer", v="varchar(10)"), RETYPED, (), ("v",), "columns changed: retyped [v]"),
     (shape(id="integer", v="text", w="text", key=("id", "v")), OTHER, ("w",), (),
      "columns changed: added [w]; replica identity changed: [id] -> [id, v]"),
-    (shape(TableId("s", "t2"), id="integer", v="text"), RENAMED, (), (), "renamed to s.t2"),
+    (shape(TableId("s", "t2"), id="integer", v="text"), TABLE_ONLY, (), (), "renamed to s.t2"),
     (shape(TableId("s", "t2"), id="integer", v="text", w="text"), OTHER, ("w",), (),
      "columns changed: added [w]; renamed to s.t2"),
 ])

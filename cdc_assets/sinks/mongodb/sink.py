@@ -125,7 +125,7 @@ class MongoSink:
                 "drop the collection so it is created from the source, or target another collection")
         return False
 
-    def column_capacities(self, table: TableId) -> dict:
+    def column_capacities(self, table: TableId, fresh: bool = False) -> dict:
         return {}  # a field holds any value: nothing is cut
 
     def alter_column_sql(self, table: TableId, column: Column) -> str:

@@ -20,6 +20,7 @@ _TABLE_DDL = [re.compile(p, re.I | re.S) for p in (
     rf"RENAME\s+TABLES?\s+(?P<names>{_NAME}\s+TO\s+{_NAME}(?:\s*,\s*{_NAME}\s+TO\s+{_NAME})*)",
 )]
 _DROP_DATABASE = re.compile(rf"DROP\s+(?:DATABASE|SCHEMA)\s+(?:IF\s+EXISTS\s+)?(?P<db>{_IDENT})", re.I)
+_CREATE = re.compile(r"CREATE\s+TABLE\b", re.I)  # not OR REPLACE (a drop and a create), not TEMPORARY
 _LEADING_COMMENTS = re.compile(r"^(?:\s+|/\*.*?\*/)+", re.S)
 _ALTER = re.compile(r"^\s*ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?\S+\s+(?P<clauses>.*)$",
                     re.I | re.S)
@@ -114,9 +115,13 @@ def classify(statement: str) -> tuple[SchemaChangeKind, tuple[str, ...], tuple[s
     An ALTER TABLE is read clause by clause: every clause harmless (`_HARMLESS_CLAUSE`) is HARMLESS; otherwise
     added columns only is ADDED_COLUMNS; columns retyped (MODIFY, CHANGE under the same name), maybe with added
     ones, is RETYPED; a column dropped or renamed among them is OTHER naming the columns; a clause on the table
-    itself (its key, partitions, a rename, CONVERT TO CHARACTER SET) or one not understood, and every other
-    statement, is OTHER naming none."""
-    m = _ALTER.match(_LEADING_COMMENTS.sub("", statement))
+    itself (its key, partitions, a rename, CONVERT TO CHARACTER SET) or one not understood is OTHER naming none.
+    A CREATE TABLE (not OR REPLACE) of a captured table is TABLE_ONLY: the table exists, so it created nothing.
+    Every other statement is OTHER."""
+    text = _LEADING_COMMENTS.sub("", statement)
+    if _CREATE.match(text):
+        return SchemaChangeKind.TABLE_ONLY, (), ()
+    m = _ALTER.match(text)
     if not m:
         return SchemaChangeKind.OTHER, (), ()
     added: list[str] = []

@@ -56,7 +56,7 @@ class Drift:
         if self.removed or self.key:
             return SchemaChangeKind.OTHER
         if self.renamed_to:
-            return SchemaChangeKind.TABLE_RENAMED if not (self.added or self.retyped) else SchemaChangeKind.OTHER
+            return SchemaChangeKind.TABLE_ONLY if not (self.added or self.retyped) else SchemaChangeKind.OTHER
         return SchemaChangeKind.RETYPED if self.retyped else SchemaChangeKind.ADDED_COLUMNS
 
     def describe(self) -> str:
