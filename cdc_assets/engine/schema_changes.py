@@ -36,8 +36,7 @@ class SchemaChangeHalted(CdcError):
         super().__init__(
             f"DDL on captured table {change.table} at {change.position} stops the incremental phase "
             f"(schema_change_policy {policy}): {change.statement}",
-            hint or f"{REPLAN_HINT}; or, for columns added, set pipeline.schema_change_policy: apply_add_columns "
-                    "(added to the target) or ignore (left out) and run again")
+            hint or REPLAN_HINT)
         self.change = change
 
 
@@ -57,7 +56,8 @@ def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: 
         raise SchemaChangeHalted(change, policy)
     new = tuple(n for n in change.added if n not in schema.excluded)
     if new and policy == "halt":
-        raise SchemaChangeHalted(change, policy)
+        raise SchemaChangeHalted(change, policy, "set pipeline.schema_change_policy: apply_add_columns (adds them to "
+                                 f"the target) or ignore (leaves them out until a re-plan) and run again, or {REPLAN_HINT}")
     adds = new if policy == "apply_add_columns" else ()
     left_out = new if policy == "ignore" else ()
     if not touched and not adds and not left_out:

@@ -31,6 +31,9 @@ class Scenario:
     outcome: dict[str, str]
     table: str = "{t}"  # the source table's name afterwards
     columns: tuple[str, ...] = ("id", "v", "n")  # what the source holds of the captured columns afterwards
+    # Whether a later run under `halt` stops again: a renamed PostgreSQL table is not recorded under its new name
+    # (the task's tables are the configured names), so each run meets the rename again.
+    halt_again: bool = False
 
 
 ALL_GO = dict.fromkeys(POLICIES, GO)
@@ -68,7 +71,7 @@ SCENARIOS = {
 RENAMED_TABLE = {
     "mysql": Scenario({"mysql": ["RENAME TABLE {t} TO {t}_new"]}, PLAIN, ALL_REPLAN, table="{t}_new"),
     "postgres": Scenario({"postgres": ["ALTER TABLE {t} RENAME TO {n}_new"]}, PLAIN,
-                         {"halt": "ignore", "ignore": GO, "apply_add_columns": "ignore"}, table="{t}_new"),
+                         {"halt": "ignore", "ignore": GO, "apply_add_columns": "ignore"}, table="{t}_new", halt_again=True),
 }
 
 
@@ -128,6 +131,10 @@ def run_scenario(servers, tmp_path, src, tgt, source, db, ns, name, scenario: Sc
                 run(outcome)
         assert_equal(src, tgt, scenario, table, target_table, f"{name} under {policy}")
         execute(src, f"UPDATE {scenario.table.format(t=table)} SET v = 'c' WHERE id = 1")
+        if scenario.halt_again:
+            with pytest.raises(CdcError, match="renamed to"):
+                run("halt")
+            return
         run("halt")  # back to the default policy: later runs go on, and keep the target equal
         assert_equal(src, tgt, scenario, table, target_table, f"{name} under {policy}, then halt")
     finally:
