@@ -70,8 +70,10 @@ def _with_limits(name: str, char_length: int | None, precision: int | None, scal
                  fraction: int | None) -> str:
     if name in ("numeric", "decimal") and precision is not None:
         return f"{name}({precision},{scale or 0})"
-    limit = char_length if char_length is not None else fraction if name.startswith(_TEMPORAL) else None
-    return name if limit is None else f"{name}({limit})"
+    if name.startswith(_TEMPORAL):
+        first, _, rest = name.partition(" ")  # timestamp(3) with time zone
+        return name if fraction is None else f"{first}({fraction}) {rest}".rstrip()
+    return name if char_length is None else f"{name}({char_length})"
 
 
 def holds(cap: Capacity | None, column: Column) -> bool:
