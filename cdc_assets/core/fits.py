@@ -83,14 +83,17 @@ def holds(cap: Capacity | None, column: Column) -> bool:
     kind, family = column.kind, cap.family
     if family is Family.TEXT:
         return cap.limit is None or (kind == Kind.STRING and column.length is not None and column.length <= cap.limit)
+    whole = kind in (Kind.INT, Kind.UINT64)
     if family is Family.INT:
         if kind == Kind.BOOL:
             return cap.low <= 0 and cap.high >= 1
-        return kind == Kind.INT and cap.low <= _int_low(column) and _int_high(column) <= cap.high
+        if kind == Kind.YEAR:
+            return cap.low <= 0 and cap.high >= 9999
+        return whole and cap.low <= _int_low(column) and _int_high(column) <= cap.high
     if family is Family.DECIMAL:
         if cap.limit is None:
-            return kind in (Kind.INT, Kind.DECIMAL)
-        if kind == Kind.INT:
+            return whole or kind == Kind.DECIMAL
+        if whole:
             return len(str(_int_high(column))) <= cap.limit - cap.scale and len(str(-_int_low(column))) <= cap.limit - cap.scale
         return (kind == Kind.DECIMAL and column.precision is not None and (column.scale or 0) <= cap.scale
                 and column.precision - (column.scale or 0) <= cap.limit - cap.scale)
@@ -102,11 +105,11 @@ def holds(cap: Capacity | None, column: Column) -> bool:
 
 def _int_high(column: Column) -> int:
     bits = column.bits or 64
-    return 2 ** bits - 1 if column.unsigned else 2 ** (bits - 1) - 1
+    return 2 ** bits - 1 if column.unsigned or column.kind == Kind.UINT64 else 2 ** (bits - 1) - 1
 
 
 def _int_low(column: Column) -> int:
-    return 0 if column.unsigned else -(2 ** ((column.bits or 64) - 1))
+    return 0 if column.unsigned or column.kind == Kind.UINT64 else -(2 ** ((column.bits or 64) - 1))
 
 
 _FRACTION = re.compile(r"[:\d]\.(\d+)")  # a second's fraction in a temporal text: '12:00:00.250', '1 day 00:00:01.5'

@@ -82,14 +82,17 @@ def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: 
 
 def _check_target_holds(change: SchemaChange, policy: str, sink: Sink, schema: TableSchema,
                         retyped: list[Column]) -> None:
+    """A column the catalog does not show (a target without declared columns) takes what comes; one of a type
+    fits.py does not model holds the new definition when it is of the type the sink declares for it, as before
+    the change or as the user altered it."""
     capacities = sink.column_capacities(schema.table, fresh=True)  # the user may have altered it since the run began
+    declared = sink.target_format().declared
     missing = []
     for column in retyped:
         cap, in_key = capacities.get(column.name), column.name in schema.primary_key
-        if cap is None or cap.family is Family.OTHER:
-            declared = sink.column_type(column, in_key)
-            held = declared == sink.column_type(schema.column(column.name), in_key) or (
-                cap is not None and cap.type_text.lower() == declared.lower())
+        if cap is not None and cap.family is Family.OTHER:
+            wanted = declared(column, in_key)
+            held = wanted in (declared(schema.column(column.name), in_key), cap.type_text)
         else:
             held = holds(cap, column)
         if not held:

@@ -49,6 +49,8 @@ def column(kind: Kind, **kw) -> Column:
     (INTEGER, column(Kind.DECIMAL, precision=10, scale=2), False),
     (TIMESTAMP0, column(Kind.DATETIME, precision=0), True), (TIMESTAMP0, column(Kind.DATETIME, precision=3), False),
     (capacity("numeric", None, None, None, None), column(Kind.DECIMAL), True),
+    (capacity("numeric", None, 20, 0, None), column(Kind.UINT64, bits=64, unsigned=True), True),  # BIGINT UNSIGNED
+    (capacity("smallint", None, 16, 0, None), column(Kind.YEAR), True),
 ])
 def test_a_target_column_holds_a_source_column_when_every_value_fits(cap, source, expected):
     assert holds(cap, source) is expected
