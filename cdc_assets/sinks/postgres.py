@@ -17,7 +17,7 @@ from cdc_assets.dbapi.connect import postgres_args
 from cdc_assets.errors import NulInText, TableError
 from cdc_assets.sinks.base import Moves, SqlSink
 from cdc_assets.sinks.copy_rows import COPY_MIN_ROWS, NotCopied, column_renderer, copy_columns, copy_lines, stage
-from cdc_assets.sinks.postgres_types import kind_to_postgres
+from cdc_assets.sinks.postgres_types import kind_to_postgres, unconstrained_types
 
 PAGE_ROWS = 5000  # rows per statement
 PAGE_BYTES = 64 << 20  # rough text size per statement: far below PostgreSQL's 1 GB limit on one message
@@ -93,13 +93,10 @@ class PostgresSink(SqlSink):
         """The type each log value is cast to: the target column's own type (its catalog, as `column_capacities`
         read it) without its length, precision or scale. `CAST(x AS varchar(10))` cuts and `CAST(x AS integer)`
         rounds without an error; the column's assignment check raises instead, and the engine looked first at
-        what it would round (core/fits.py). bit(n) keeps its length: only that cast makes an int a bit string."""
+        what it would round (core/fits.py)."""
         found = self._cast_types.get(schema.table)
         if found is None:
-            cursor.execute("SELECT attname, format_type(atttypid, CASE WHEN atttypid = 'bit'::regtype THEN atttypmod END) "
-                           "FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped",
-                           (self.table_sql(schema.table),))
-            found = self._cast_types[schema.table] = dict(cursor.fetchall())
+            found = self._cast_types[schema.table] = unconstrained_types(cursor, self.table_sql(schema.table))
         return {n: found.get(n, t) for n, t in types.items()}
 
     def _check_types(self, schema: TableSchema) -> None:

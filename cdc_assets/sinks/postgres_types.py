@@ -1,4 +1,4 @@
-"""The PostgreSQL type of a column read from another engine (README "Type mapping")."""
+"""PostgreSQL types: of a column read from another engine (README "Type mapping"), and of a target's columns."""
 from __future__ import annotations
 
 from cdc_assets.core.tables import Column, Kind
@@ -33,3 +33,14 @@ def kind_to_postgres(column: Column) -> str:
     if kind == Kind.BIT:
         return f"bit({column.length})"
     return _FROM_MYSQL[kind]
+
+
+def unconstrained_types(cursor, table_sql: str) -> dict[str, str]:
+    """Each column of the target table's type without its length, precision or scale (bit(n) keeps its length:
+    only a cast to bit(n) makes an int a bit string). Without a typmod `character` and `bit` mean length 1:
+    bpchar is character's unconstrained name."""
+    cursor.execute("SELECT attname, CASE WHEN atttypid IN ('bpchar'::regtype, '_bpchar'::regtype) "
+                   "THEN replace(format_type(atttypid, NULL), 'character', 'bpchar') ELSE format_type(atttypid, "
+                   "CASE WHEN atttypid IN ('bit'::regtype, '_bit'::regtype) THEN atttypmod END) END "
+                   "FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped", (table_sql,))
+    return dict(cursor.fetchall())
