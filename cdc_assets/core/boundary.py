@@ -16,11 +16,11 @@ from typing import Any, ContextManager, Protocol
 
 from cdc_assets.core.batches import TableChanges
 from cdc_assets.core.events import Idle, SchemaChange, Transaction, TransactionPart
+from cdc_assets.core.fits import Capacity
 from cdc_assets.core.headroom import Headroom
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.positions import Position
 from cdc_assets.core.splits import KeyRange, Split, SplitPlan
-from cdc_assets.core.fits import Capacity
 from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.errors import CdcError

@@ -94,7 +94,8 @@ def holds(cap: Capacity | None, column: Column) -> bool:
         if cap.limit is None:
             return whole or kind == Kind.DECIMAL
         if whole:
-            return len(str(_int_high(column))) <= cap.limit - cap.scale and len(str(-_int_low(column))) <= cap.limit - cap.scale
+            digits = cap.limit - cap.scale
+            return len(str(_int_high(column))) <= digits and len(str(-_int_low(column))) <= digits
         return (kind == Kind.DECIMAL and column.precision is not None and (column.scale or 0) <= cap.scale
                 and column.precision - (column.scale or 0) <= cap.limit - cap.scale)
     if family is Family.TEMPORAL:

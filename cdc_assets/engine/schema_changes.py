@@ -57,7 +57,8 @@ def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: 
     new = tuple(n for n in change.added if n not in schema.excluded)
     if new and policy == "halt":
         raise SchemaChangeHalted(change, policy, "set pipeline.schema_change_policy: apply_add_columns (adds them to "
-                                 f"the target) or ignore (leaves them out until a re-plan) and run again, or {REPLAN_HINT}")
+                                 "the target) or ignore (leaves them out until a re-plan) and run again, or "
+                                 + REPLAN_HINT)
     adds = new if policy == "apply_add_columns" else ()
     left_out = new if policy == "ignore" else ()
     if not touched and not adds and not left_out:
@@ -99,4 +100,5 @@ def _check_target_holds(change: SchemaChange, policy: str, sink: Sink, schema: T
             missing.append(sink.alter_column_sql(schema.table, column))
     if missing:
         raise SchemaChangeHalted(change, policy, f"make the target's columns hold the new definitions "
-                                 f"({'; '.join(missing)}) and run again: the run then follows the change; or {REPLAN_HINT}")
+                                 f"({'; '.join(missing)}) and run again: the run then follows the change; or "
+                                 + REPLAN_HINT)

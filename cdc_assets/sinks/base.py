@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, ContextManager
 
 from cdc_assets.core.batches import MoveIncomplete, TableChanges
-from cdc_assets.core.fits import Capacity, capacity
 from cdc_assets.core.boundary import SPLIT_COLUMN, RowExport, SplitRanges, TargetFormat, Transport
+from cdc_assets.core.fits import Capacity, capacity
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.keys import order_agrees, range_predicate
 from cdc_assets.core.positions import is_before
@@ -163,8 +163,8 @@ class SqlSink:
         found = None if fresh else self._capacities.get(table)
         if found is None:
             with self.conn.cursor() as cur:
-                cur.execute("SELECT column_name, data_type, character_maximum_length, numeric_precision, numeric_scale, "
-                            f"datetime_precision, {self.column_type_sql} FROM information_schema.columns "
+                cur.execute("SELECT column_name, data_type, character_maximum_length, numeric_precision, "
+                            f"numeric_scale, datetime_precision, {self.column_type_sql} FROM information_schema.columns "
                             "WHERE table_schema = %s AND table_name = %s", (table.namespace, table.name))
                 found = {r[0]: capacity(*r[1:]) for r in cur.fetchall()}
             self._capacities[table] = found

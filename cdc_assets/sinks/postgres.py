@@ -87,7 +87,8 @@ class PostgresSink(SqlSink):
         return super().column_capacities(table, fresh)
 
     def alter_column_sql(self, table: TableId, column: Column) -> str:
-        return f"ALTER TABLE {self.table_sql(table)} ALTER COLUMN {self.q(column.name)} TYPE {self.column_type(column, False)}"
+        column_sql = f"{self.q(column.name)} TYPE {self.column_type(column, False)}"
+        return f"ALTER TABLE {self.table_sql(table)} ALTER COLUMN {column_sql}"
 
     def _casts(self, cursor, schema: TableSchema, types: dict[str, str]) -> dict[str, str]:
         """The type each log value is cast to: the target column's own type (its catalog, as `column_capacities`

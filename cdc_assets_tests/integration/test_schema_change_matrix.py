@@ -55,7 +55,8 @@ SCENARIOS = {
     "added": Scenario({"mysql": ["ALTER TABLE {t} ADD COLUMN w INT, ADD INDEX iw (w)"],
                        "postgres": ["ALTER TABLE {t} ADD COLUMN w INT"]},
                       ["INSERT INTO {t} (id, v, n, w) VALUES (2, 'b', 2, 2)", "UPDATE {t} SET w = 1 WHERE id = 1"],
-                      {"halt": "apply_add_columns", "ignore": GO, "apply_add_columns": GO}, columns=("id", "v", "n", "w")),
+                      {"halt": "apply_add_columns", "ignore": GO, "apply_add_columns": GO},
+                      columns=("id", "v", "n", "w")),
     "retyped": Scenario({"mysql": ["ALTER TABLE {t} MODIFY v VARCHAR(100), MODIFY n DECIMAL(10,2)"],
                          "postgres": ["ALTER TABLE {t} ALTER v TYPE varchar(100), ALTER n TYPE numeric(10,2)"]},
                         WIDER, dict.fromkeys(POLICIES, "target")),
@@ -71,7 +72,8 @@ SCENARIOS = {
 RENAMED_TABLE = {
     "mysql": Scenario({"mysql": ["RENAME TABLE {t} TO {t}_new"]}, PLAIN, ALL_REPLAN, table="{t}_new"),
     "postgres": Scenario({"postgres": ["ALTER TABLE {t} RENAME TO {n}_new"]}, PLAIN,
-                         {"halt": "ignore", "ignore": GO, "apply_add_columns": "ignore"}, table="{t}_new", halt_again=True),
+                         {"halt": "ignore", "ignore": GO, "apply_add_columns": "ignore"}, table="{t}_new",
+                         halt_again=True),
 }
 
 

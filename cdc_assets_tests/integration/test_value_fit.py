@@ -68,7 +68,8 @@ def test_a_value_a_narrowed_target_column_cannot_hold_stops_the_batch_naming_it(
     checkpoint = make().resumer.checkpoint().position
     execute(src, "INSERT INTO t VALUES " + ", ".join(f"({i}, 'abcdefg', 1)" for i in range(1000, 1000 + rows)))
 
-    with pytest.raises(ValueMisfit, match=rf"row \(1000,\) of \S+\.t at mysql-bin\.\d+:\d+ .*: column 'v' holds 'abcdefg', which the "
+    with pytest.raises(ValueMisfit, match=rf"row \(1000,\) of \S+\.t at mysql-bin\.\d+:\d+ .*: column 'v' holds "
+                                          r"'abcdefg', which the "
                                           r"target's column \(character varying\(5\)\) .* TYPE varchar\(10\)") as err:
         sync(make(), until_caught_up=True)
     assert f" at {checkpoint}:" not in str(err.value)  # the change's own position, past the checkpoint

@@ -18,7 +18,8 @@ STOP, GO = "stop", None
 
 
 def sink(v_length: int, added: list):
-    caps = {"id": capacity("integer", None, 32, 0, None), "v": capacity("character varying", v_length, None, None, None)}
+    caps = {"id": capacity("integer", None, 32, 0, None),
+            "v": capacity("character varying", v_length, None, None, None)}
     return SimpleNamespace(column_capacities=lambda table, fresh=False: caps,
                            target_format=lambda: SimpleNamespace(declared=lambda c, k: c.native),
                            alter_column_sql=lambda table, c: f"ALTER {c.name} TYPE {c.native}",

@@ -46,8 +46,8 @@ _COLUMN_NAME = re.compile(rf"\s*{_NOT_A_COLUMN}({_IDENT})", re.I)
 _MODIFY = re.compile(rf"^MODIFY\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?({_IDENT})\s", re.I)
 _CHANGE = re.compile(rf"^CHANGE\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?({_IDENT})\s+({_IDENT})\s", re.I)
 _RENAME_COLUMN = re.compile(rf"^RENAME\s+COLUMN\s+(?:IF\s+EXISTS\s+)?({_IDENT})\s+TO\s+{_IDENT}\s*$", re.I)
-_DROP_COLUMN = re.compile(rf"^DROP\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?{_NOT_A_COLUMN}({_IDENT})\s*(?:CASCADE|RESTRICT)?\s*$",
-                          re.I)
+_DROP_COLUMN = re.compile(
+    rf"^DROP\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?{_NOT_A_COLUMN}({_IDENT})\s*(?:CASCADE|RESTRICT)?\s*$", re.I)
 
 
 def _unquote(ident: str) -> str:
