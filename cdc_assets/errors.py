@@ -97,3 +97,16 @@ class PositionsIncomparable(PositionLost):
             f"are positions of different servers and {why}",
             "turn GTIDs on (MySQL gtid_mode=ON) before a failover, or re-plan and re-snapshot the task: "
             "cdc-assets plan --replan")
+
+
+class ValueMisfit(CdcError):
+    """A log value the target column cannot hold unchanged: stored, it would be cut or rounded."""
+
+    def __init__(self, table: object, key: tuple, column: str, value: object, target_type: str, position: object,
+                 advice: str) -> None:
+        shown = repr(value) if len(repr(value)) <= 60 else f"{repr(value)[:57]}..."
+        super().__init__(
+            f"row {key} of {table} at {position}: column '{column}' holds {shown}, which the target's column "
+            f"({target_type}) cannot hold without cutting or rounding it; nothing of this batch was written",
+            f"make the target column hold it ({advice}) and run again: each run reads the target's column types "
+            "anew; or leave the column out with source.exclude_columns and re-plan")

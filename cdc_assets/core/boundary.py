@@ -16,6 +16,7 @@ from typing import Any, ContextManager, Protocol
 
 from cdc_assets.core.batches import TableChanges
 from cdc_assets.core.events import Idle, SchemaChange, Transaction, TransactionPart
+from cdc_assets.core.fits import Capacity
 from cdc_assets.core.headroom import Headroom
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.positions import Position
@@ -253,6 +254,14 @@ class Sink(Protocol):
         """Create the target table when missing (True); accept an existing one that can hold every column."""
 
     def add_columns(self, schema: TableSchema, columns: list[Column]) -> None: ...
+
+    def column_capacities(self, table: TableId, fresh: bool = False) -> dict[str, Capacity | None]:
+        """What each column of the target table holds (core/fits.py), as its catalog said at the first call
+        (or says now, with `fresh`: the log's values are then cast to what it says now); {} for a target
+        without declared columns."""
+
+    def alter_column_sql(self, table: TableId, column: Column) -> str:
+        """The statement that makes the target column hold `column`'s values (advice in messages)."""
 
     def staging_table(self, table: TableId, first_split: int) -> TableId: ...
 

@@ -36,9 +36,16 @@ class RowChange:
 class SchemaChangeKind(str, Enum):
     """What a schema change does to the row images, as the source that read it decides."""
 
-    ADDED_COLUMNS = "added_columns"  # only new columns: followed under schema_change_policy apply_add_columns
-    HARMLESS = "harmless"  # index, comment, engine...: every row image stays as it was
-    OTHER = "other"  # anything else (drop, rename, retype, truncate...): halts under the policy
+    ADDED_COLUMNS = "added_columns"  # only new columns (`added`)
+    RETYPED = "retyped"  # existing columns' definitions changed (`columns`), maybe columns added (`added`)
+    # The table as a whole, none of its columns, and its changes keep coming: a PostgreSQL rename (the log names
+    # the relation), a MySQL CREATE TABLE of a table that exists (IF NOT EXISTS, or a replay from before it was
+    # created: re-creating it needs a DROP or RENAME first, which stop).
+    TABLE_ONLY = "table_only"
+    HARMLESS = "harmless"  # index, constraint, comment, table options...: every row image stays as it was
+    # Anything else: with `columns`, confined to those existing columns (a drop, a rename); without, the table
+    # itself (its key, a truncate, a drop) or a change the source cannot tell apart.
+    OTHER = "other"
 
 
 @dataclass(frozen=True)
@@ -49,7 +56,8 @@ class SchemaChange:
     statement: str  # the source's words for it, for messages only: the engine decides on `kind`
     position: Position  # resume point after the statement
     kind: SchemaChangeKind = SchemaChangeKind.OTHER
-    added: tuple[str, ...] = ()  # with ADDED_COLUMNS: the names of the new columns, in statement order
+    added: tuple[str, ...] = ()  # the names of the new columns, in statement order
+    columns: tuple[str, ...] = ()  # the existing columns it changes (RETYPED, OTHER), by their old names
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from cdc_assets.core.batches import Batch, TableChanges, compact, split_key_change
-from cdc_assets.core.events import Idle, RowChange, SchemaChange, SchemaChangeKind, Transaction, TransactionPart
+from cdc_assets.core.events import Idle, RowChange, SchemaChange, Transaction, TransactionPart
 from cdc_assets.core.positions import Position, earliest, is_before
 from cdc_assets.core.read_limit import ChangePacer
 from cdc_assets.core.slow_batch import SlowBatch, slow
@@ -44,7 +44,8 @@ from cdc_assets.engine.planning import describe
 from cdc_assets.engine.prefetch import prefetch
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.savepoints import ImageWriter, recover, task_lease
-from cdc_assets.engine.schema_changes import SchemaChangeHalted, added_columns
+from cdc_assets.engine.schema_changes import settle
+from cdc_assets.engine.value_fit import check_fit
 from cdc_assets.engine.target_down import one_line, target_down
 from cdc_assets.engine.target_transaction import Parts, Tally, TargetTransaction
 from cdc_assets.errors import CdcError, PlanError, PositionLost, PositionsIncomparable, UnreachableError
@@ -605,6 +606,7 @@ class _Lane:
         for table, table_changes in net.items():
             table_changes.replaying_until = self._replaying_until(table, first)
             table_changes.floor, table_changes.in_parts = floor, self._parts is not None  # see _part, _finish_parts
+            check_fit(self.rt.sink, self.schemas[table], table_changes, changes, floor or self.position)
             self.rt.sink.prepare_changes(self.schemas[table], table_changes)
         if self.pacer is not None:
             self.pacer.count(changes)
@@ -709,27 +711,15 @@ class _Lane:
 
     def _schema_change(self, change: SchemaChange) -> None:
         self._settle()
-        policy, table = self.pipeline.schema_change_policy, change.table
-        where = f"{table} at {change.position}"
-        if change.kind is SchemaChangeKind.HARMLESS:
-            log.info("DDL on %s leaves the columns as they are, continuing: %s", where, change.statement)
+        table = change.table
+        schema = settle(change, self.schemas.get(table), self.pipeline.schema_change_policy, self.rt.sink,
+                        lambda t: describe(self.rt, t))
+        if schema is None:
             self._advance(change.position)
             return
-        if policy == "ignore":
-            log.warning("DDL on %s ignored (schema_change_policy ignore): %s", where, change.statement)
-            self._advance(change.position)
-            return
-        added = added_columns(change, self.schemas.get(table), lambda t: describe(self.rt, t), policy)
-        if not added:
-            raise SchemaChangeHalted(change, policy)
-        self._abandon_parts()  # the restart reads its transaction again, with the new columns
-        schema = self.schemas[table]
-        self.rt.sink.add_columns(schema, added)
-        self.schemas = {**self.schemas, table: TableSchema(table, schema.columns + tuple(added), schema.primary_key,
-                                                                   schema.excluded)}
+        self._abandon_parts()  # the restart reads its transaction again, with the new definitions
+        self.schemas = {**self.schemas, table: schema}
         self.version += 1
-        log.info("DDL on %s: added columns %s to the target (schema version %d): %s", where,
-                 [c.name for c in added], self.version, change.statement)
         self._checkpoint(0, change.position, extra=self.rt.resumer.schema_records(self.version, self.schemas))
         raise _Restart()
 

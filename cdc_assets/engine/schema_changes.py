@@ -1,36 +1,109 @@
-"""DDL met in the log on a captured table, as its source classified it (SchemaChangeKind): following added
-columns, and halting."""
+"""DDL met in the log on a captured table, as its source classified it (SchemaChangeKind), and what the task does
+about it under pipeline.schema_change_policy. The rule, in order:
+
+1. HARMLESS (indexes, constraints, comments, table options, defaults): go on, under every policy.
+2. Changes confined to columns the task does not capture (source.exclude_columns, or added earlier and left out):
+   go on, under every policy.
+3. TABLE_ONLY (a PostgreSQL table renamed, whose changes keep coming under its new name; a MySQL CREATE TABLE of
+   the table that exists: IF NOT EXISTS, or a replay of the log from before its creation): go on under `ignore`.
+4. Columns added: under `apply_add_columns` added to the target and captured; under `ignore` left out, recorded
+   as source.exclude_columns are (the target does not get them until a re-plan); under `halt`, stop.
+5. Captured columns retyped: the source's new definitions are read, and followed (recorded, and the log read on
+   with them) where the target's columns hold every value of them (core/fits.py `holds`), under every policy;
+   otherwise stop, naming the statements that make the target hold them. Changing the target column is the way
+   out: the next run reads the target's types anew and follows.
+6. Anything else (a captured column dropped or renamed, the key, a truncate, a drop, a rename of a MySQL table,
+   a statement not understood): stop, under every policy. `ignore` never lets a captured column's values be
+   dropped, cut or rounded.
+"""
 from __future__ import annotations
 
+import logging
 from typing import Callable
 
+from cdc_assets.core.boundary import Sink
 from cdc_assets.core.events import SchemaChange, SchemaChangeKind
+from cdc_assets.core.fits import Family, holds
 from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.errors import REPLAN_HINT, CdcError
+
+log = logging.getLogger("cdc_assets.incremental")
+_K = SchemaChangeKind
 
 
 class SchemaChangeHalted(CdcError):
     """DDL on a captured table met in the log that `pipeline.schema_change_policy` does not follow, with the
-    statement and its position. Way out: apply the change to the target and let one run pass it with
-    `schema_change_policy: ignore`, or re-plan (docs/concepts/log-phase.md, "Schema changes")."""
+    statement and its position. Way out: the one its hint names: for a retyped column, the ALTER that makes the
+    target's column hold the new definition; for a dropped or renamed column, the key, a truncate or anything not
+    understood, a re-plan (docs/concepts/log-phase.md, "Schema changes")."""
 
-    def __init__(self, change: SchemaChange, policy: str) -> None:
+    def __init__(self, change: SchemaChange, policy: str, hint: str = "") -> None:
         super().__init__(
             f"DDL on captured table {change.table} at {change.position} stops the incremental phase "
             f"(schema_change_policy {policy}): {change.statement}",
-            "apply the same change to the target table and set pipeline.schema_change_policy: ignore for one run, "
-            f"or {REPLAN_HINT}")
+            hint or REPLAN_HINT)
         self.change = change
 
 
-def added_columns(change: SchemaChange, known: TableSchema | None, describe: Callable[[TableId], TableSchema],
-                  policy: str) -> list[Column]:
-    """With apply_add_columns and a change that only adds columns: the columns the source table now has beyond
-    the known ones (described now: a later DDL may already show). Empty when the change must halt."""
-    if policy != "apply_add_columns" or known is None or change.kind is not SchemaChangeKind.ADDED_COLUMNS:
-        return []
-    current = describe(known.table)
-    names = {c.name for c in known.columns}
-    if not names <= {c.name for c in current.columns}:
-        return []
-    return [c for c in current.columns if c.name not in names]
+def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: Sink,
+           describe: Callable[[TableId], TableSchema]) -> TableSchema | None:
+    """What the task reads the table with from `change` on: None for the schema it has (go on), else the new
+    schema to record. Raises SchemaChangeHalted."""
+    where = f"{change.table} at {change.position}"
+    if change.kind is _K.HARMLESS or (change.kind is _K.TABLE_ONLY and policy == "ignore"):
+        log.info("DDL on %s leaves the captured columns as they are, continuing: %s", where, change.statement)
+        return None
+    if schema is None or change.kind is _K.TABLE_ONLY:
+        raise SchemaChangeHalted(change, policy)
+    captured = {c.name for c in schema.columns}
+    touched = [n for n in change.columns if n in captured]
+    if change.kind is _K.OTHER and (touched or not change.columns):
+        raise SchemaChangeHalted(change, policy)
+    new = tuple(n for n in change.added if n not in schema.excluded)
+    if new and policy == "halt":
+        raise SchemaChangeHalted(change, policy, "set pipeline.schema_change_policy: apply_add_columns (adds them to "
+                                 "the target) or ignore (leaves them out until a re-plan) and run again, or "
+                                 + REPLAN_HINT)
+    adds = new if policy == "apply_add_columns" else ()
+    left_out = new if policy == "ignore" else ()
+    if not touched and not adds and not left_out:
+        log.info("DDL on %s changes no captured column, continuing: %s", where, change.statement)
+        return None
+    current = describe(schema.table)
+    now = {c.name: c for c in current.columns}
+    if not captured <= set(now):
+        raise SchemaChangeHalted(change, policy)  # a later DDL took a captured column away: see it stop there
+    _check_target_holds(change, policy, sink, schema, [now[n] for n in touched])
+    added = [c for c in current.columns if c.name not in captured and c.name in adds]
+    if added:
+        sink.add_columns(schema, added)
+    log.log(logging.WARNING if left_out else logging.INFO, "DDL on %s: following it%s%s%s: %s", where,
+            f", retyped {touched} (the target holds them)" if touched else "",
+            f", added {[c.name for c in added]}" if added else "",
+            f", leaving out the added {list(left_out)} (not captured until a re-plan)" if left_out else "",
+            change.statement)
+    return TableSchema(schema.table, tuple(now[c.name] if c.name in touched else c for c in schema.columns)
+                       + tuple(added), schema.primary_key, schema.excluded + left_out)
+
+
+def _check_target_holds(change: SchemaChange, policy: str, sink: Sink, schema: TableSchema,
+                        retyped: list[Column]) -> None:
+    """A column the catalog does not show (a target without declared columns) takes what comes; one of a type
+    fits.py does not model holds the new definition when it is of the type the sink declares for it, as before
+    the change or as the user altered it."""
+    capacities = sink.column_capacities(schema.table, fresh=True)  # the user may have altered it since the run began
+    declared = sink.target_format().declared
+    missing = []
+    for column in retyped:
+        cap, in_key = capacities.get(column.name), column.name in schema.primary_key
+        if cap is not None and cap.family is Family.OTHER:
+            wanted = declared(column, in_key)
+            held = wanted in (declared(schema.column(column.name), in_key), cap.type_text)
+        else:
+            held = holds(cap, column)
+        if not held:
+            missing.append(sink.alter_column_sql(schema.table, column))
+    if missing:
+        raise SchemaChangeHalted(change, policy, f"make the target's columns hold the new definitions "
+                                 f"({'; '.join(missing)}) and run again: the run then follows the change; or "
+                                 + REPLAN_HINT)

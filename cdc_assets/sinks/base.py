@@ -11,6 +11,7 @@ from typing import Any, Callable, ContextManager
 
 from cdc_assets.core.batches import MoveIncomplete, TableChanges
 from cdc_assets.core.boundary import SPLIT_COLUMN, RowExport, SplitRanges, TargetFormat, Transport
+from cdc_assets.core.fits import Capacity, capacity
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.keys import order_agrees, range_predicate
 from cdc_assets.core.move_source import MoveSource, move_source
@@ -68,6 +69,7 @@ class SqlSink:
         self._commit_conns: dict[int, Any] = {}  # see _committer
         self._commit_lock = threading.Lock()
         self.move_marks = MoveMarks(self)
+        self._capacities: dict[TableId, dict[str, Capacity | None]] = {}  # see column_capacities
 
     # -- hooks the engines fill in
     def target_format(self) -> TargetFormat:
@@ -90,6 +92,9 @@ class SqlSink:
         raise NotImplementedError
 
     def existing_columns(self, table: TableId) -> set[str] | None:
+        raise NotImplementedError
+
+    def alter_column_sql(self, table: TableId, column: Column) -> str:
         raise NotImplementedError
 
     def staging_prefix(self) -> str:
@@ -182,8 +187,24 @@ class SqlSink:
     def jdbc(self) -> JdbcEndpoint:
         return jdbc_for(self.url, write=True)
 
+    def column_capacities(self, table: TableId, fresh: bool = False) -> dict[str, Capacity | None]:
+        """What each column of the target table holds, from its catalog: read once per table and sink (each run
+        has its own sink, so a column the user altered is seen by the next run), or anew when `fresh`."""
+        found = None if fresh else self._capacities.get(table)
+        if found is None:
+            with self.conn.cursor() as cur:
+                cur.execute("SELECT column_name, data_type, character_maximum_length, numeric_precision, "
+                            f"numeric_scale, datetime_precision, {self.column_type_sql} FROM information_schema.columns "
+                            "WHERE table_schema = %s AND table_name = %s", (table.namespace, table.name))
+                found = {r[0]: capacity(*r[1:]) for r in cur.fetchall()}
+            self._capacities[table] = found
+        return found
+
+    column_type_sql = "NULL"  # the catalog's full type text beside DATA_TYPE (MySQL: COLUMN_TYPE, for unsigned)
+
     def ensure_table(self, schema: TableSchema) -> bool:
         """Create the target table when missing (returns True); accept an existing one holding every column."""
+        self._capacities.pop(schema.table, None)
         existing = self.existing_columns(schema.table)
         if existing is not None:
             missing = [c.name for c in schema.columns if c.name not in existing]
@@ -295,6 +316,7 @@ class SqlSink:
         return conn
 
     def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
+        self._capacities.pop(schema.table, None)
         existing = self.existing_columns(schema.table) or set()
         with self.conn.cursor() as cur:
             for column in columns:

@@ -26,6 +26,7 @@ _INTS = {16: "smallint", 32: "int", 64: "bigint"}
 class MysqlSink(SqlSink):
     db_type = "mysql"
     text_type = "LONGTEXT"
+    column_type_sql = "COLUMN_TYPE"
 
     def __init__(self, url: DbUrl, source_db_type: str, write_batch_size: int = 50_000) -> None:
         super().__init__(url, source_db_type, write_batch_size)
@@ -185,6 +186,9 @@ class MysqlSink(SqlSink):
                        "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (name.namespace, name.name))
         row = cursor.fetchone()
         return int(row[0]) if row else 0
+
+    def alter_column_sql(self, table: TableId, column: Column) -> str:
+        return f"ALTER TABLE {self.table_sql(table)} MODIFY {self.q(column.name)} {self.column_type(column, False)}"
 
     def existing_columns(self, table: TableId) -> set[str] | None:
         with self.conn.cursor() as cur:

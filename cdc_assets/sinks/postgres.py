@@ -17,19 +17,10 @@ from cdc_assets.dbapi.connect import postgres_args
 from cdc_assets.errors import NulInText, TableError
 from cdc_assets.sinks.base import Moves, SqlSink
 from cdc_assets.sinks.copy_rows import COPY_MIN_ROWS, NotCopied, column_renderer, copy_columns, copy_lines, stage
+from cdc_assets.sinks.postgres_types import kind_to_postgres, unconstrained_types
 
 PAGE_ROWS = 5000  # rows per statement
 PAGE_BYTES = 64 << 20  # rough text size per statement: far below PostgreSQL's 1 GB limit on one message
-
-_FROM_MYSQL = {
-    Kind.UINT64: "numeric(20,0)", Kind.FLOAT32: "real", Kind.FLOAT64: "double precision", Kind.BINARY: "bytea",
-    Kind.DATE: "date", Kind.YEAR: "smallint", Kind.JSON: "jsonb", Kind.ENUM: "text", Kind.SET: "text",
-    Kind.UUID: "uuid", Kind.INTERVAL: "interval", Kind.OTHER: "text", Kind.BOOL: "boolean",
-    Kind.GEOMETRY: "bytea",  # WKB without the SRID, when the target has no PostGIS (docs/connectors/mysql.md, "Type mapping")
-    # MySQL TIME spans -838:59:59..838:59:59; PostgreSQL's time cannot, interval holds every value.
-    Kind.TIME: "interval",
-}
-
 
 class PostgresSink(SqlSink):
     db_type = "postgres"
@@ -70,6 +61,10 @@ class PostgresSink(SqlSink):
         return {}  # see _copies_fresh
 
     @cached_property
+    def _cast_types(self) -> dict[TableId, dict[str, str]]:
+        return {}  # see _casts
+
+    @cached_property
     def has_postgis(self) -> bool:
         with self.conn.cursor() as cur:
             cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'postgis'")
@@ -79,7 +74,31 @@ class PostgresSink(SqlSink):
         self._check_types(schema)
         self._unique_keys.pop(schema.table, None)
         self._fresh_copies.pop(schema.table, None)
+        self._cast_types.pop(schema.table, None)
         return super().ensure_table(schema)
+
+    def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
+        self._cast_types.pop(schema.table, None)
+        super().add_columns(schema, columns)
+
+    def column_capacities(self, table: TableId, fresh: bool = False) -> dict:
+        if fresh:
+            self._cast_types.pop(table, None)  # the casts follow what the capacities say
+        return super().column_capacities(table, fresh)
+
+    def alter_column_sql(self, table: TableId, column: Column) -> str:
+        column_sql = f"{self.q(column.name)} TYPE {self.column_type(column, False)}"
+        return f"ALTER TABLE {self.table_sql(table)} ALTER COLUMN {column_sql}"
+
+    def _casts(self, cursor, schema: TableSchema, types: dict[str, str]) -> dict[str, str]:
+        """The type each log value is cast to: the target column's own type (its catalog, as `column_capacities`
+        read it) without its length, precision or scale. `CAST(x AS varchar(10))` cuts and `CAST(x AS integer)`
+        rounds without an error; the column's assignment check raises instead, and the engine looked first at
+        what it would round (core/fits.py)."""
+        found = self._cast_types.get(schema.table)
+        if found is None:
+            found = self._cast_types[schema.table] = unconstrained_types(cursor, self.table_sql(schema.table))
+        return {n: found.get(n, t) for n, t in types.items()}
 
     def _check_types(self, schema: TableSchema) -> None:
         """Same engine, same declarations: a type from an extension (hstore) must exist on the target too."""
@@ -144,13 +163,14 @@ class PostgresSink(SqlSink):
     def apply_changes(self, cursor, schema: TableSchema, changes: TableChanges) -> None:
         table, key = self.table_sql(schema.table), schema.primary_key
         types = self._types(schema)
+        casts = self._casts(cursor, schema, types)
 
         def values(names) -> tuple[str, str]:
             # Explicit casts: the log's Python values (bit strings, JSON text, ints for booleans) become the
             # column's type exactly as the snapshot's text would. CAST, not `::`: `-32768::smallint` parses as
             # -(32768::smallint), out of range.
             return (", ".join(self.q(n) for n in names),
-                    "(" + ", ".join(f"CAST(%s AS {types[n]})" for n in names) + ")")
+                    "(" + ", ".join(f"CAST(%s AS {casts[n]})" for n in names) + ")")
 
         if self.source_db_type == "mysql":
             _refuse_nul(schema, changes)
@@ -160,7 +180,7 @@ class PostgresSink(SqlSink):
         gone = [*changes.deletes, *changes.rows, *moves.copies]
         others = [*changes.deletes, *moves.copies]
         upsert = bool(changes.rows) and self._upserts(cursor, schema)
-        if len(gone) < COPY_MIN_ROWS or not self._copy_rows(cursor, schema, types, others, changes, upsert):
+        if len(gone) < COPY_MIN_ROWS or not self._copy_rows(cursor, schema, types, casts, others, changes, upsert):
             names = [c.name for c in schema.columns]
             rows = [tuple(param(n, row.get(n)) for n in names) for row in changes.rows.values()]
             if doomed := others if upsert else gone:
@@ -169,7 +189,7 @@ class PostgresSink(SqlSink):
                          template)
             if rows:
                 cols, template = values(names)
-                _execute(cursor, f"INSERT INTO {table} ({cols}) VALUES %s{self._on_conflict(schema, upsert)}", rows,
+                _execute(cursor, f"INSERT INTO {table} AS t ({cols}) VALUES %s{self._on_conflict(schema, upsert)}", rows,
                          template)
         if moves.copies:
             self._insert_copies(cursor, schema, moves, values)
@@ -179,8 +199,8 @@ class PostgresSink(SqlSink):
             _execute(cursor, f"UPDATE {table} AS t SET {sets} FROM (VALUES %s) AS v({cols}) WHERE {match}", rows,
                      template)
 
-    def _copy_rows(self, cursor, schema: TableSchema, types: dict[str, str], others: list[tuple],
-                   changes: TableChanges, upsert: bool) -> bool:
+    def _copy_rows(self, cursor, schema: TableSchema, types: dict[str, str], casts: dict[str, str],
+                   others: list[tuple], changes: TableChanges, upsert: bool) -> bool:
         """Delete the keys of `others` (and of the full rows unless `upsert`), then insert the full rows, through
         temporary tables filled by COPY (see copy_rows.py); False, with nothing done, when a value cannot go
         through COPY text. The fresh rows go by COPY straight into the table where that is sure to stop at a key
@@ -196,7 +216,7 @@ class PostgresSink(SqlSink):
         if fresh_text and not (upsert and changes.replaying_until is None and self._copies_fresh(cursor, schema, types)
                                and _copied_into(cursor, table, [self.q(n) for n in names], fresh_text)):
             rows_text += fresh_text
-        cast = lambda n: f"CAST(v.{self.q(n)} AS {types[n]})"  # noqa: E731 - as the VALUES template casts
+        cast = lambda n: f"CAST(v.{self.q(n)} AS {casts[n]})"  # noqa: E731 - as the VALUES template casts
         match = " AND ".join(f"t.{self.q(k)} = {cast(k)}" for k in key)
         staged = [(name, columns, text) for name, columns, text in
                   (("_cdc_rows", names, rows_text), ("_cdc_gone", key, others_text)) if text]
@@ -205,7 +225,7 @@ class PostgresSink(SqlSink):
             if name == "_cdc_gone" or not upsert:
                 cursor.execute(f"DELETE FROM {table} AS t USING {name} AS v WHERE {match}")
         if rows_text:
-            cursor.execute(f"INSERT INTO {table} ({', '.join(self.q(n) for n in names)}) "
+            cursor.execute(f"INSERT INTO {table} AS t ({', '.join(self.q(n) for n in names)}) "
                            f"SELECT {', '.join(cast(n) for n in names)} FROM _cdc_rows AS v"
                            f"{self._on_conflict(schema, upsert)}")
         if staged:
@@ -233,6 +253,7 @@ class PostgresSink(SqlSink):
         return self._fresh_copies[schema.table]
 
     def _on_conflict(self, schema: TableSchema, upsert: bool) -> str:
+        """For an INSERT whose table is aliased (`AS t`): a table named `excluded` would make EXCLUDED ambiguous."""
         if not upsert:
             return ""
         sets = ", ".join(f"{self.q(c.name)} = EXCLUDED.{self.q(c.name)}" for c in schema.columns
@@ -260,7 +281,7 @@ class PostgresSink(SqlSink):
 
     def target_row(self, cursor, schema: TableSchema, key: tuple) -> tuple | None:
         # As text: every PostgreSQL type reads back exactly through its text form and the `%s::type` casts.
-        types = {k: self.column_type(schema.column(k), True) for k in schema.primary_key}
+        types = self._casts(cursor, schema, {k: self.column_type(schema.column(k), True) for k in schema.primary_key})
         cursor.execute(f"SELECT {', '.join(f'{self.q(c.name)}::text' for c in schema.columns)} "
                        f"FROM {self.table_sql(schema.table)} WHERE "
                        + " AND ".join(f"{self.q(k)} = CAST(%s AS {types[k]})" for k in schema.primary_key), key)
@@ -284,28 +305,6 @@ class PostgresSink(SqlSink):
                         (table.namespace, table.name))
             names = {r[0] for r in cur.fetchall()}
         return names or None
-
-
-def kind_to_postgres(column: Column) -> str:
-    """The PostgreSQL type of a column from another engine, from its logical kind (and size, precision, scale): a
-    native declaration is used only between two PostgreSQL servers."""
-    kind = column.kind
-    if kind == Kind.INT:
-        bits = (column.bits or 64) + (1 if column.unsigned else 0)  # unsigned needs one more bit signed
-        return "smallint" if bits <= 16 else "integer" if bits <= 32 else "bigint"
-    if kind == Kind.DECIMAL:
-        return f"numeric({column.precision},{column.scale})"
-    if kind == Kind.STRING:
-        # MySQL returns CHAR(n) without trailing spaces; varchar(n) keeps the value as MySQL returns it.
-        # CHAR(0)/VARCHAR(0) hold only '' (and NULL): PostgreSQL has no varchar(0), text holds that exactly.
-        sized = column.native.startswith(("char", "varchar")) and column.length
-        return f"varchar({column.length})" if sized else "text"
-    if kind in (Kind.DATETIME, Kind.TIMESTAMP):
-        base = "timestamp" if kind == Kind.DATETIME else "timestamptz"
-        return f"{base}({column.precision or 0})"
-    if kind == Kind.BIT:
-        return f"bit({column.length})"
-    return _FROM_MYSQL[kind]
 
 
 def _copied_into(cursor, table: str, columns: list[str], text: bytes) -> bool:

@@ -159,7 +159,9 @@ def test_a_part_not_positioned_yet_is_judged_by_its_floor():
     """A PostgreSQL transaction part's changes get their position at the commit, which lies after the part's floor:
     the floor tells whether the part may replay what the snapshot read. Positioned changes go by their own."""
     lane = SimpleNamespace(schemas={T: SCHEMA}, horizons={T: PgPosition(1000)}, pacer=None, _parts=None,
-                           rt=SimpleNamespace(sink=SimpleNamespace(prepare_changes=lambda schema, changes: None)))
+                           position=PgPosition(1),
+                           rt=SimpleNamespace(sink=SimpleNamespace(prepare_changes=lambda schema, changes: None,
+                                                                   column_capacities=lambda table: {})))
     lane._replaying_until = lambda table, first: _Lane._replaying_until(lane, table, first)
     unpositioned = [change(Op.INSERT, 1, {"id": 1, "a": "x", "b": 1})]
     assert _Lane._prepare(lane, unpositioned, PgPosition(1001))[T].replaying_until is None

@@ -4,49 +4,60 @@ from __future__ import annotations
 import pytest
 
 from cdc_assets.core.events import SchemaChange, SchemaChangeKind
-from cdc_assets.core.positions import MysqlPosition, PgPosition
-from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
-from cdc_assets.engine.schema_changes import added_columns
+from cdc_assets.core.positions import PgPosition
+from cdc_assets.core.tables import TableId
 from cdc_assets.sources.mysql.ddl import classify
 from cdc_assets.sources.postgres.drift import Shape, drift
 
 ADDED, HARMLESS, OTHER = SchemaChangeKind.ADDED_COLUMNS, SchemaChangeKind.HARMLESS, SchemaChangeKind.OTHER
+RETYPED, TABLE_ONLY = SchemaChangeKind.RETYPED, SchemaChangeKind.TABLE_ONLY
 T = TableId("s", "t")
 
 
-@pytest.mark.parametrize("statement, kind, added", [
-    ("ALTER TABLE t ADD COLUMN x INT", ADDED, ("x",)),
-    ("ALTER TABLE t ADD x INT", ADDED, ("x",)),
-    ("alter table `db`.`t` add column if not exists `my col` varchar(10)", ADDED, ("my col",)),
-    ("ALTER TABLE t ADD COLUMN c DECIMAL(10,2) NOT NULL DEFAULT 0, ADD d INT", ADDED, ("c", "d")),
-    ("ALTER TABLE t ADD COLUMN (a INT, b ENUM('x','y'))", ADDED, ("a", "b")),
-    ("ALTER TABLE t ADD COLUMN c INT COMMENT 'a, DROP COLUMN b', ADD d INT", ADDED, ("c", "d")),
-    ("/* from a tool */ ALTER TABLE t ADD COLUMN z INT", ADDED, ("z",)),
-    ("ALTER TABLE t ADD COLUMN z INT, ALGORITHM=INSTANT", ADDED, ("z",)),  # how, not what
-    ("ALTER TABLE t ADD INDEX iv (v)", HARMLESS, ()),
-    ("alter table `db`.`t` drop key k, add unique key u (a)", HARMLESS, ()),
-    ("ALTER TABLE t ADD FULLTEXT INDEX ft (body), ALGORITHM=INPLACE, LOCK=NONE", HARMLESS, ()),
-    ("ALTER TABLE t COMMENT 'orders, by day'", HARMLESS, ()),
-    ("ALTER TABLE t ENGINE=InnoDB", HARMLESS, ()),
-    ("ALTER TABLE t ADD COLUMN c INT, ADD INDEX i (c)", OTHER, ()),  # mixed: neither only columns nor harmless
-    ("ALTER TABLE t ADD (c INT, INDEX i (c))", OTHER, ()),
-    ("ALTER TABLE t ADD COLUMN c INT, DROP COLUMN d", OTHER, ()),
-    ("ALTER TABLE t DROP COLUMN d", OTHER, ()),
-    ("ALTER TABLE t RENAME TO u", OTHER, ()),
-    ("ALTER TABLE t RENAME COLUMN a TO b", OTHER, ()),
-    ("ALTER TABLE t MODIFY COLUMN a BIGINT", OTHER, ()),
-    ("ALTER TABLE t ADD PRIMARY KEY (a)", OTHER, ()),
-    ("ALTER TABLE t ADD CONSTRAINT fk FOREIGN KEY (a) REFERENCES u (id)", OTHER, ()),
-    ("ALTER TABLE t ADD PARTITION (PARTITION p3 VALUES LESS THAN (30))", OTHER, ()),
-    ("ALTER TABLE t PARTITION BY HASH (id) PARTITIONS 4", OTHER, ()),
-    ("ALTER TABLE t TRUNCATE PARTITION p0", OTHER, ()),
-    ("RENAME TABLE t TO u", OTHER, ()),
-    ("DROP TABLE t", OTHER, ()),
-    ("TRUNCATE TABLE t", OTHER, ()),
-    ("CREATE TABLE t (id INT PRIMARY KEY)", OTHER, ()),
+@pytest.mark.parametrize("statement, kind, added, columns", [
+    ("ALTER TABLE t ADD COLUMN x INT", ADDED, ("x",), ()),
+    ("ALTER TABLE t ADD x INT", ADDED, ("x",), ()),
+    ("alter table `db`.`t` add column if not exists `my col` varchar(10)", ADDED, ("my col",), ()),
+    ("ALTER TABLE t ADD COLUMN c DECIMAL(10,2) NOT NULL DEFAULT 0, ADD d INT", ADDED, ("c", "d"), ()),
+    ("ALTER TABLE t ADD COLUMN (a INT, b ENUM('x','y'))", ADDED, ("a", "b"), ()),
+    ("ALTER TABLE t ADD COLUMN c INT COMMENT 'a, DROP COLUMN b', ADD d INT", ADDED, ("c", "d"), ()),
+    ("/* from a tool */ ALTER TABLE t ADD COLUMN z INT", ADDED, ("z",), ()),
+    ("ALTER TABLE t ADD COLUMN z INT, ALGORITHM=INSTANT", ADDED, ("z",), ()),  # how, not what
+    ("ALTER TABLE t ADD COLUMN c INT, ADD INDEX i (c)", ADDED, ("c",), ()),  # the index changes no row image
+    ("ALTER TABLE t ADD INDEX iv (v)", HARMLESS, (), ()),
+    ("alter table `db`.`t` drop key k, add unique key u (a)", HARMLESS, (), ()),
+    ("ALTER TABLE t ADD FULLTEXT INDEX ft (body), ALGORITHM=INPLACE, LOCK=NONE", HARMLESS, (), ()),
+    ("ALTER TABLE t COMMENT 'orders, by day'", HARMLESS, (), ()),
+    ("ALTER TABLE t ENGINE=InnoDB", HARMLESS, (), ()),
+    ("ALTER TABLE t ROW_FORMAT=DYNAMIC, AUTO_INCREMENT = 100, DEFAULT CHARSET=utf8mb4", HARMLESS, (), ()),
+    ("ALTER TABLE t ADD CONSTRAINT fk FOREIGN KEY (a) REFERENCES u (id)", HARMLESS, (), ()),
+    ("ALTER TABLE t DROP FOREIGN KEY fk, DROP CHECK c1, RENAME INDEX a TO b", HARMLESS, (), ()),
+    ("ALTER TABLE t ALTER COLUMN v SET DEFAULT 3, ALTER w DROP DEFAULT", HARMLESS, (), ()),
+    ("ALTER TABLE t MODIFY COLUMN a BIGINT", RETYPED, (), ("a",)),
+    ("ALTER TABLE t MODIFY v VARCHAR(100), MODIFY n DECIMAL(10,2)", RETYPED, (), ("v", "n")),
+    ("ALTER TABLE t CHANGE `a` A BIGINT NOT NULL, ADD z INT", RETYPED, ("z",), ("a",)),
+    ("ALTER TABLE t ADD COLUMN c INT, DROP COLUMN d", OTHER, ("c",), ("d",)),
+    ("ALTER TABLE t DROP COLUMN d", OTHER, (), ("d",)),
+    ("ALTER TABLE t DROP d", OTHER, (), ("d",)),
+    ("ALTER TABLE t RENAME COLUMN a TO b", OTHER, (), ("a",)),
+    ("ALTER TABLE t CHANGE a b INT", OTHER, (), ("a",)),
+    ("ALTER TABLE t ADD (c INT, INDEX i (c))", OTHER, (), ()),
+    ("ALTER TABLE t RENAME TO u", OTHER, (), ()),
+    ("ALTER TABLE t ADD PRIMARY KEY (a)", OTHER, (), ()),
+    ("ALTER TABLE t DROP PRIMARY KEY, DROP COLUMN d", OTHER, (), ()),
+    ("ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4", OTHER, (), ()),
+    ("ALTER TABLE t ADD PARTITION (PARTITION p3 VALUES LESS THAN (30))", OTHER, (), ()),
+    ("ALTER TABLE t PARTITION BY HASH (id) PARTITIONS 4", OTHER, (), ()),
+    ("ALTER TABLE t TRUNCATE PARTITION p0", OTHER, (), ()),
+    ("RENAME TABLE t TO u", OTHER, (), ()),
+    ("DROP TABLE t", OTHER, (), ()),
+    ("TRUNCATE TABLE t", OTHER, (), ()),
+    ("CREATE TABLE t (id INT PRIMARY KEY)", TABLE_ONLY, (), ()),  # t exists: IF NOT EXISTS, or a replay
+    ("CREATE TABLE IF NOT EXISTS t (id INT PRIMARY KEY)", TABLE_ONLY, (), ()),
+    ("CREATE OR REPLACE TABLE t (id INT PRIMARY KEY)", OTHER, (), ()),
 ])
-def test_mysql_statements_are_classified_by_their_clauses(statement, kind, added):
-    assert classify(statement) == (kind, added)
+def test_mysql_statements_are_classified_by_their_clauses(statement, kind, added, columns):
+    assert classify(statement) == (kind, added, columns)
 
 
 def shape(table: TableId = T, key: tuple[str, ...] | None = ("id",), **columns: str) -> Shape:
@@ -56,38 +67,24 @@ def shape(table: TableId = T, key: tuple[str, ...] | None = ("id",), **columns: 
 BEFORE = shape(id="integer", v="text")
 
 
-@pytest.mark.parametrize("after, kind, added, statement", [
-    (shape(id="integer", v="text", w="numeric(10,2)", x="date"), ADDED, ("w", "x"), "columns changed: added [w, x]"),
-    (shape(id="integer", w="text"), OTHER, (), "columns changed: added [w]; removed [v]"),
-    (shape(id="integer", v="varchar(10)"), OTHER, (), "columns changed: retyped [v]"),
-    (shape(id="integer", v="text", w="text", key=("id", "v")), OTHER, (),
+@pytest.mark.parametrize("after, kind, added, columns, statement", [
+    (shape(id="integer", v="text", w="numeric(10,2)", x="date"), ADDED, ("w", "x"), (),
+     "columns changed: added [w, x]"),
+    (shape(id="integer", w="text"), OTHER, ("w",), ("v",), "columns changed: added [w]; removed [v]"),
+    (shape(id="integer", v="varchar(10)"), RETYPED, (), ("v",), "columns changed: retyped [v]"),
+    (shape(id="integer", v="text", w="text", key=("id", "v")), OTHER, ("w",), (),
      "columns changed: added [w]; replica identity changed: [id] -> [id, v]"),
-    (shape(TableId("s", "t2"), id="integer", v="text", w="text"), OTHER, (),
+    (shape(TableId("s", "t2"), id="integer", v="text"), TABLE_ONLY, (), (), "renamed to s.t2"),
+    (shape(TableId("s", "t2"), id="integer", v="text", w="text"), OTHER, ("w",), (),
      "columns changed: added [w]; renamed to s.t2"),
 ])
-def test_postgres_drift_kinds(after, kind, added, statement):
+def test_postgres_drift_kinds(after, kind, added, columns, statement):
     changed = drift(BEFORE, after)
     assert changed and changed.kind is kind
     change = changed.schema_change(T, PgPosition(42))
-    assert change == SchemaChange(T, statement, PgPosition(42), kind, added)
+    assert change == SchemaChange(T, statement, PgPosition(42), kind, added, columns)
 
 
 def test_postgres_relation_with_the_same_columns_is_no_drift():
     assert not drift(BEFORE, shape(id="integer", v="text"))
     assert not drift(shape(key=None, id="integer", v="text"), shape(key=("id", "v"), id="integer", v="text"))
-
-
-SCHEMA = TableSchema(T, (Column("id", Kind.INT, "int"),), ("id",))
-NOW = TableSchema(T, SCHEMA.columns + (Column("c", Kind.INT, "int"),), ("id",))
-
-
-@pytest.mark.parametrize("kind, policy, expected", [
-    (ADDED, "apply_add_columns", ["c"]),
-    (ADDED, "halt", []),
-    (OTHER, "apply_add_columns", []),  # the statement reads like an ADD COLUMN: the kind decides, not the text
-    (HARMLESS, "apply_add_columns", []),
-])
-def test_the_engine_follows_added_columns_only_on_the_sources_kind(kind, policy, expected):
-    change = SchemaChange(T, "ALTER TABLE t ADD COLUMN c INT", MysqlPosition("b.000001", 4), kind,
-                          ("c",) if kind is ADDED else ())
-    assert [c.name for c in added_columns(change, SCHEMA, lambda table: NOW, policy)] == expected

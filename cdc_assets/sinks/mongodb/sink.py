@@ -125,6 +125,12 @@ class MongoSink:
                 "drop the collection so it is created from the source, or target another collection")
         return False
 
+    def column_capacities(self, table: TableId, fresh: bool = False) -> dict:
+        return {}  # a field holds any value: nothing is cut
+
+    def alter_column_sql(self, table: TableId, column: Column) -> str:
+        return ""  # never asked: every field holds any value
+
     def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
         """Documents have no schema; existing ones get the new fields as null, as a SQL ADD COLUMN gives them."""
         if columns:

@@ -190,8 +190,8 @@ class Assembler:
         self._refuse_statement(event, statement, default_db)
         tables = ddl_tables(statement, default_db, self.schemas)
         position = self._end(event)
-        kind, added = classify(statement)
-        return [SchemaChange(t, statement, position, kind, added) for t in tables]
+        kind, added, columns = classify(statement)
+        return [SchemaChange(t, statement, position, kind, added, columns) for t in tables]
 
     def _refuse_statement(self, event, statement: str, default_db: str) -> None:
         if self.statements_stop and (written := dml_tables(statement, default_db, self.schemas)):

@@ -20,12 +20,20 @@ _TABLE_DDL = [re.compile(p, re.I | re.S) for p in (
     rf"RENAME\s+TABLES?\s+(?P<names>{_NAME}\s+TO\s+{_NAME}(?:\s*,\s*{_NAME}\s+TO\s+{_NAME})*)",
 )]
 _DROP_DATABASE = re.compile(rf"DROP\s+(?:DATABASE|SCHEMA)\s+(?:IF\s+EXISTS\s+)?(?P<db>{_IDENT})", re.I)
+_CREATE = re.compile(r"CREATE\s+TABLE\b", re.I)  # not OR REPLACE (a drop and a create), not TEMPORARY
 _LEADING_COMMENTS = re.compile(r"^(?:\s+|/\*.*?\*/)+", re.S)
 _ALTER = re.compile(r"^\s*ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?\S+\s+(?P<clauses>.*)$",
                     re.I | re.S)
-# Clauses that leave every row image as it was (MySQL 8.4 / MariaDB 10.11 ALTER TABLE syntax).
-_HARMLESS_CLAUSE = re.compile(r"^(?:ADD|DROP)\s+(?:UNIQUE\s+|FULLTEXT\s+|SPATIAL\s+)?(?:INDEX|KEY)\b"
-                              r"|^(?:COMMENT|ENGINE|ALGORITHM|LOCK)\b", re.I)
+# Clauses that leave every row image as it was (MySQL 8.4 / MariaDB 10.11 ALTER TABLE syntax): indexes, constraints
+# (they refuse rows, never change one), comments, table options, a column's default or visibility, how the server
+# carries the ALTER out.
+_CONSTRAINT = rf"(?:CONSTRAINT\s+(?:{_IDENT}\s+)?)?(?:FOREIGN\s+KEY|CHECK|UNIQUE)\b"
+_HARMLESS_CLAUSE = re.compile(
+    rf"^(?:ADD|DROP)\s+(?:UNIQUE\s+|FULLTEXT\s+|SPATIAL\s+)?(?:INDEX|KEY)\b|^ADD\s+{_CONSTRAINT}"
+    r"|^DROP\s+(?:FOREIGN\s+KEY|CONSTRAINT|CHECK)\b|^(?:RENAME|ALTER)\s+(?:INDEX|KEY)\b"
+    rf"|^ALTER\s+(?:COLUMN\s+)?{_IDENT}\s+(?:SET\s+DEFAULT|DROP\s+DEFAULT|SET\s+(?:VISIBLE|INVISIBLE)|DEFAULT)\b"
+    r"|^(?:COMMENT|ENGINE|ALGORITHM|LOCK|AUTO_INCREMENT|ROW_FORMAT|KEY_BLOCK_SIZE|STATS_\w+|FORCE|ORDER\s+BY"
+    r"|(?:DEFAULT\s+)?(?:CHARACTER\s+SET|CHARSET|COLLATE)(?!.*\bCONVERT\b))\b", re.I | re.S)
 # How the server carries out the ALTER (ALGORITHM=INSTANT, LOCK=NONE), not what it changes.
 _EXECUTION_OPTION = re.compile(r"^(?:ALGORITHM|LOCK)\b", re.I)
 # ADD [COLUMN] [IF NOT EXISTS] then a column name or a parenthesised list of column definitions; ADD followed by
@@ -33,6 +41,13 @@ _EXECUTION_OPTION = re.compile(r"^(?:ALGORITHM|LOCK)\b", re.I)
 _NOT_A_COLUMN = r"(?!(?:INDEX|KEY|UNIQUE|PRIMARY|CONSTRAINT|FOREIGN|FULLTEXT|SPATIAL|CHECK|PARTITION|PERIOD)\b)"
 _ADD_COLUMN = re.compile(rf"^ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?{_NOT_A_COLUMN}(?P<rest>.*)$", re.I | re.S)
 _COLUMN_NAME = re.compile(rf"\s*{_NOT_A_COLUMN}({_IDENT})", re.I)
+# Clauses on one existing column: MODIFY c <definition>; CHANGE old new <definition> (a rename unless old = new);
+# RENAME COLUMN old TO new; DROP [COLUMN] c.
+_MODIFY = re.compile(rf"^MODIFY\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?({_IDENT})\s", re.I)
+_CHANGE = re.compile(rf"^CHANGE\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?({_IDENT})\s+({_IDENT})\s", re.I)
+_RENAME_COLUMN = re.compile(rf"^RENAME\s+COLUMN\s+(?:IF\s+EXISTS\s+)?({_IDENT})\s+TO\s+{_IDENT}\s*$", re.I)
+_DROP_COLUMN = re.compile(
+    rf"^DROP\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?{_NOT_A_COLUMN}({_IDENT})\s*(?:CASCADE|RESTRICT)?\s*$", re.I)
 
 
 def _unquote(ident: str) -> str:
@@ -94,21 +109,43 @@ def _added_names(rest: str) -> list[str] | None:
     return [_unquote(n) for n in names] if len(names) == len(definitions) else None
 
 
-def classify(statement: str) -> tuple[SchemaChangeKind, tuple[str, ...]]:
-    """The kind of schema change a DDL statement is for the tables it names, and with ADDED_COLUMNS the added
-    column names. Only an ALTER TABLE whose every clause adds an index/key, comments, or changes the engine,
-    algorithm or lock is HARMLESS; only one whose every clause adds columns is ADDED_COLUMNS; mixed clauses,
-    partitioning, renames, drops and every other statement are OTHER."""
-    m = _ALTER.match(_LEADING_COMMENTS.sub("", statement))
+def classify(statement: str) -> tuple[SchemaChangeKind, tuple[str, ...], tuple[str, ...]]:
+    """(kind, added column names, existing column names changed) of a DDL statement for the tables it names.
+
+    An ALTER TABLE is read clause by clause: every clause harmless (`_HARMLESS_CLAUSE`) is HARMLESS; otherwise
+    added columns only is ADDED_COLUMNS; columns retyped (MODIFY, CHANGE under the same name), maybe with added
+    ones, is RETYPED; a column dropped or renamed among them is OTHER naming the columns; a clause on the table
+    itself (its key, partitions, a rename, CONVERT TO CHARACTER SET) or one not understood is OTHER naming none.
+    A CREATE TABLE (not OR REPLACE) of a captured table is TABLE_ONLY: the table exists, so it created nothing.
+    Every other statement is OTHER."""
+    text = _LEADING_COMMENTS.sub("", statement)
+    if _CREATE.match(text):
+        return SchemaChangeKind.TABLE_ONLY, (), ()
+    m = _ALTER.match(text)
     if not m:
-        return SchemaChangeKind.OTHER, ()
-    clauses = _split_top_level(m.group("clauses"))
-    if all(_HARMLESS_CLAUSE.match(c) for c in clauses):
-        return SchemaChangeKind.HARMLESS, ()
+        return SchemaChangeKind.OTHER, (), ()
     added: list[str] = []
-    for clause in (c for c in clauses if not _EXECUTION_OPTION.match(c)):
-        names = _added_names(add.group("rest")) if (add := _ADD_COLUMN.match(clause)) else None
-        if not names:
-            return SchemaChangeKind.OTHER, ()
-        added += names
-    return SchemaChangeKind.ADDED_COLUMNS, tuple(added)
+    retyped: list[str] = []
+    gone: list[str] = []
+    for clause in _split_top_level(m.group("clauses")):
+        if _HARMLESS_CLAUSE.match(clause):
+            continue
+        if add := _ADD_COLUMN.match(clause):
+            names = _added_names(add.group("rest"))
+            if not names:
+                return SchemaChangeKind.OTHER, (), ()
+            added += names
+        elif found := _MODIFY.match(clause + " "):
+            retyped.append(_unquote(found.group(1)))
+        elif found := _CHANGE.match(clause + " "):
+            old, new = _unquote(found.group(1)), _unquote(found.group(2))
+            (retyped if old.lower() == new.lower() else gone).append(old)
+        elif found := _RENAME_COLUMN.match(clause) or _DROP_COLUMN.match(clause):
+            gone.append(_unquote(found.group(1)))
+        else:
+            return SchemaChangeKind.OTHER, (), ()
+    if gone:
+        return SchemaChangeKind.OTHER, tuple(added), tuple(retyped + gone)
+    if retyped:
+        return SchemaChangeKind.RETYPED, tuple(added), tuple(retyped)
+    return (SchemaChangeKind.ADDED_COLUMNS if added else SchemaChangeKind.HARMLESS), tuple(added), ()

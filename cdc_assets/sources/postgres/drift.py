@@ -51,11 +51,13 @@ class Drift:
 
     @property
     def kind(self) -> SchemaChangeKind:
-        """Only added columns can be followed. Index or comment changes show no drift at all (a Relation after
-        them names the same columns and types), so no drift is HARMLESS."""
-        if self.added and not (self.removed or self.retyped or self.key or self.renamed_to):
-            return SchemaChangeKind.ADDED_COLUMNS
-        return SchemaChangeKind.OTHER
+        """Index or comment changes show no drift at all (a Relation after them names the same columns and
+        types), so no drift is HARMLESS. A rename shows as a column removed and one added: OTHER."""
+        if self.removed or self.key:
+            return SchemaChangeKind.OTHER
+        if self.renamed_to:
+            return SchemaChangeKind.TABLE_ONLY if not (self.added or self.retyped) else SchemaChangeKind.OTHER
+        return SchemaChangeKind.RETYPED if self.retyped else SchemaChangeKind.ADDED_COLUMNS
 
     def describe(self) -> str:
         columns = [f"{what} [{', '.join(names)}]" for what, names in (
@@ -68,8 +70,9 @@ class Drift:
         return "; ".join(parts)
 
     def schema_change(self, table: TableId, position: Position) -> SchemaChange:
-        return SchemaChange(table, self.describe(), position, self.kind,
-                            self.added if self.kind is SchemaChangeKind.ADDED_COLUMNS else ())
+        # A changed replica identity or name is the table's own change: no columns named, nothing to narrow it.
+        columns = () if self.key or self.renamed_to else self.retyped + self.removed
+        return SchemaChange(table, self.describe(), position, self.kind, self.added, columns)
 
 
 def drift(old: Shape, new: Shape) -> Drift:
