@@ -226,8 +226,10 @@ class PipelineConfig(_Model):
     start_position: StartPosition | None = None  # startup_mode=position
     """With `startup_mode: position`: a binlog file/offset or an LSN."""
     schema_change_policy: Literal["halt", "apply_add_columns", "ignore"] = "halt"
-    """DDL on a captured table mid-stream: `halt` stops the run, `apply_add_columns` applies ADD COLUMN to the target,
-    `ignore` logs it and goes on."""
+    """DDL on a captured table mid-stream: `halt` stops the run, `apply_add_columns` adds added columns to the
+    target, `ignore` goes on past DDL that leaves the captured columns' values whole (added columns left out). A
+    retyped column is followed under every policy once the target's column holds it; see
+    docs/concepts/log-phase.md, "Schema changes"."""
     # With several targets: which acknowledgements move the task's checkpoint (DeltaForge's commit policy).
     commit_policy: str = Field("all", pattern=r"^(all|required|quorum\([1-9][0-9]*\))$")
     """With several targets, which must acknowledge: `all`, `required` (those with `required: true`), `quorum(N)`."""
