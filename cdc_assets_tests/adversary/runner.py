@@ -110,6 +110,8 @@ def _config(scenario: Scenario, servers: Servers, ns: str) -> Path:
         servers.postgres.create_database(f"{ns}_tgt")
     return write_config(work, servers, task_id=ns, source=scenario.source, source_db=ns,
                         tables=[f"{ns}.{t.name}" for t in scenario.tables], target=scenario.target,
+                        source_extra={"split_columns": {f"{ns}.{t.name}": "u" for t in scenario.tables
+                                                        if t.key_shape == "unique_only"}},
                         target_db=f"{ns}_tgt" if scenario.target == POSTGRES else "", target_server=target_server,
                         snapshot={"split_size": scenario.split_size, "partitions_per_run": 2},
                         resumer={"resume_type": "from_target" if scenario.exactly_once else "sqlite"},
@@ -177,7 +179,7 @@ def _apply(fault, path: Path, env: dict, result: Outcome) -> bool:
 
 def _step(what: str, status_out: tuple[str, str], result: Outcome) -> bool:
     status, out = status_out
-    if status in ("killed", "passed"):
+    if status in ("killed", "passed", "terminated"):
         return True
     result.status = "stopped"
     result.details.append(f"{what}: {status}: " + out.strip()[-1500:])

@@ -54,9 +54,13 @@ class Table:
         columns = [f"{q(engine, c)} {t} NOT NULL" for c, t in zip(self.key_columns, key_types)]
         columns += [f"{q(engine, c)} {BY_NAME[k].ddl[engine]}" for c, k in self.columns]
         keys = ", ".join(q(engine, c) for c in self.key_columns)
-        columns.append(f"UNIQUE ({keys})" if self.key_shape == "unique_only" else f"PRIMARY KEY ({keys})")
+        unique = q(engine, f"{self.name}_u")
+        columns.append(f"CONSTRAINT {unique} UNIQUE ({keys})" if self.key_shape == "unique_only"
+                       else f"PRIMARY KEY ({keys})")
         toast = [f"ALTER TABLE {name} ALTER COLUMN {q(engine, c)} SET STORAGE EXTERNAL"
                  for c, k in self.columns if k == "big_text" and engine == POSTGRES and not self.partitions]
+        if self.key_shape == "unique_only" and engine == POSTGRES:  # updates and deletes need a replica identity
+            toast.append(f"ALTER TABLE {name} REPLICA IDENTITY USING INDEX {unique}")
         if not self.partitions:
             return [f"CREATE TABLE {name} ({', '.join(columns)})", *toast]
         statements = [f"CREATE TABLE {name} ({', '.join(columns)}) PARTITION BY RANGE ({q(engine, 'k')})"]
