@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shrink", action="store_true", help="reduce a failing seed to fewer rows and transactions")
     p.add_argument("--describe", action="store_true", help="print the scenarios without running them")
     args = p.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the private servers are stopped
     seeds = range(args.seed, args.seed + args.scenarios)
     scenarios = [build(s, d) for s in seeds for d in (args.direction or [None])]
     if args.describe:

@@ -90,18 +90,18 @@ def as_timestamp(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text)
 
 
-DURATION = re.compile(r"^(-)?(?:(\d+) days? )?(-)?(\d+):(\d\d):(\d\d)(?:\.(\d+))?$")
+DURATION = re.compile(r"^(-)?(\d+):(\d\d):(\d\d)(?:\.(\d+))?$")
 
 
-def as_duration(text: str) -> int:
-    """Microseconds of a MySQL TIME, a PostgreSQL time or interval ('-838:59:59', '-00:00:01.5', '24:00:00')."""
+def as_duration(text: str) -> int | str:
+    """Microseconds of a MySQL TIME, a PostgreSQL time or interval in hours ('-838:59:59', '-00:00:01.5',
+    '24:00:00'); any other form (`34 days 22:59:59`) stays text: mysql.md promises hours."""
     m = DURATION.match(text)
     if m is None:
-        return text  # compared as it is: a form no documented mapping produces
-    neg_days, days, neg, h, mi, s, frac = m.groups()
+        return text
+    neg, h, mi, s, frac = m.groups()
     micro = ((int(h) * 60 + int(mi)) * 60 + int(s)) * 1_000_000 + int((frac or "0").ljust(6, "0")[:6])
-    day_micro = int(days or 0) * 86_400_000_000 * (-1 if neg_days else 1)
-    return day_micro + (-micro if neg or (neg_days and not days) else micro)
+    return -micro if neg else micro
 
 
 def _int(lo: int, hi: int) -> Callable[[random.Random, str], str]:
