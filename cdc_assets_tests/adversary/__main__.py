@@ -47,12 +47,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="run each seed in this direction (repeatable; default: the direction the seed draws)")
     p.add_argument("--shrink", action="store_true", help="reduce a failing seed to fewer rows and transactions")
     p.add_argument("--describe", action="store_true", help="print the scenarios without running them")
+    p.add_argument("--script", action="store_true", help="print each scenario's statements without running them")
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the private servers are stopped
     seeds = range(args.seed, args.seed + args.scenarios)
     scenarios = [build(s, d) for s in seeds for d in (args.direction or [None])]
-    if args.describe:
-        print("\n".join(s.describe() for s in scenarios))
+    if args.describe or args.script:
+        print("\n".join(s.script() if args.script else s.describe() for s in scenarios))
         return 0
     from cdc_assets_tests.adversary.runner import run
     from cdc_assets_tests.adversary.shrink import shrink
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    rerun: python -m cdc_assets_tests.adversary --seed {scenario.seed} --scenarios 1 "
                       f"--direction {scenario.direction}", flush=True)
                 if args.shrink:
-                    print(shrink(scenario, outcome, servers).describe(), flush=True)
+                    print("shrunk to:\n" + shrink(scenario, outcome, servers).script(), flush=True)
     print(summary(outcomes, time.monotonic() - started))
     return 1 if any(o.status != "pass" for o in outcomes) else 0
 

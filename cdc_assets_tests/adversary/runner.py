@@ -136,22 +136,41 @@ def _run(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome) ->
         return
     watch = CheckpointWatch(config)
     watch.start()
-    writer = Writer(server.connect(ns), [renamed(tx, scenario.namespace, ns) for tx in scenario.during_log])
+    try:
+        for number, (transactions, faults) in enumerate(segments(scenario), 1):
+            if not _segment(scenario, servers, ns, src, path, env, transactions, faults, result, number):
+                break
+    finally:
+        backwards = watch.finish()
+    if backwards and result.status == "pass":
+        result.status, result.details = "checkpoint_back", result.details + backwards[:3]
+
+
+def segments(scenario: Scenario) -> list[tuple[tuple, tuple]]:
+    """The log phase in two halves, each ending at a quiet point: the first half of the transactions under the
+    first log fault, the second half under the others."""
+    half = len(scenario.during_log) // 2
+    faults = [f for f in scenario.faults if f.kind != "snapshot_crash_point"]
+    return [(scenario.during_log[:half], tuple(faults[:1])), (scenario.during_log[half:], tuple(faults[1:]))]
+
+
+def _segment(scenario: Scenario, servers: Servers, ns: str, src, path: Path, env: dict, transactions, faults,
+             result: Outcome, number: int) -> bool:
+    """Writes and faults, then a quiet point: the writer done, `sync --until-caught-up`, the oracle."""
+    server = servers.mariadb if scenario.source == MYSQL else servers.postgres
+    writer = Writer(server.connect(ns), [renamed(tx, scenario.namespace, ns) for tx in transactions])
     writer.start()
     try:
-        for fault in scenario.faults:
-            if fault.kind != "snapshot_crash_point" and not _apply(fault, path, env, result):
-                return
+        applied = all(_apply(fault, path, env, result) for fault in faults)
     finally:
         writer.join()
         writer.conn.close()
-        backwards = watch.finish()
-    if _failed(writer, result) or not _step("final sync", outcome(run_cli(path, env, "sync", "--until-caught-up")),
-                                            result):
-        return
-    _oracle(scenario, servers, ns, src, result)
-    if backwards:
-        result.status, result.details = "checkpoint_back", result.details + backwards[:3]
+    if not applied or _failed(writer, result):
+        return False
+    if not _step(f"sync at quiet point {number}", outcome(run_cli(path, env, "sync", "--until-caught-up")), result):
+        return False
+    _oracle(scenario, servers, ns, src, result, f"quiet point {number}")
+    return result.status == "pass"
 
 
 def _snapshot(scenario: Scenario, config, path: Path, env: dict, servers: Servers, result: Outcome) -> None:
@@ -192,14 +211,14 @@ def _failed(writer: Writer, result: Outcome) -> bool:
     return bool(writer.error)
 
 
-def _oracle(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome) -> None:
+def _oracle(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome, where: str) -> None:
     tgt = servers.postgres.connect(f"{ns}_tgt") if scenario.target == POSTGRES else servers.mysql_target.connect()
     try:
         for table in scenario.tables:
             diff = differences(texts(src, scenario.source, ns, table), texts(tgt, scenario.target, ns, table))
             if diff:
                 result.status = "divergence"
-                result.details += [f"{table.name}: {d}" for d in diff]
+                result.details += [f"{where}, {table.name}: {d}" for d in diff]
     finally:
         tgt.close()
 

@@ -46,6 +46,21 @@ class Scenario:
                 f"{', '.join(f.describe() for f in self.faults) or 'none'}, "
                 f"{'exactly-once' if self.exactly_once else 'at-least-once'}")
 
+    def script(self) -> str:
+        """The scenario as a person reads it: DDL, seed rows, each transaction, and where the faults fall."""
+        log_faults = [f.describe() for f in self.faults if f.kind != "snapshot_crash_point"]
+        half = len(self.during_log) // 2
+        lines = [f"-- {self.describe()}"]
+        lines += [s + ";" for t in self.tables for s in t.ddl(self.source, self.namespace)]
+        lines += ["BEGIN;", *(s + ";" for s in self.setup), "COMMIT;", "-- snapshot starts; during it:"]
+        for number, tx in enumerate(self.during_snapshot + self.during_log):
+            if number == len(self.during_snapshot):
+                lines.append(f"-- log phase; faults {', '.join(log_faults[:1]) or 'none'} while:")
+            if number == len(self.during_snapshot) + half:
+                lines.append(f"-- quiet point 1; then faults {', '.join(log_faults[1:]) or 'none'} while:")
+            lines += ["BEGIN;", *(f"  {s};" for s in tx), "COMMIT;"]
+        return "\n".join(lines + ["-- quiet point 2"])
+
     def shrunk(self, **changes) -> "Scenario":
         return replace(self, **changes)
 
