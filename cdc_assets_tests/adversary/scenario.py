@@ -77,7 +77,8 @@ def build(seed: int, direction: str | None = None) -> Scenario:
     setup = tuple(s for t in tables for s in work.seed_rows(t, rng.randint(5, 60)))
     during_snapshot = tuple(tuple(work.transaction()) for _ in range(rng.randint(5, 30)))
     during_log = tuple(tuple(work.transaction(big=rng.random() < 0.1)) for _ in range(rng.randint(20, 80)))
-    exactly_once = source == MYSQL and rng.random() < 0.5
+    # mysql.md: exactly-once needs an integer or decimal split column (a text key stops the plan, as documented)
+    exactly_once = source == MYSQL and rng.random() < 0.5 and all(t.key_shape != "text" for t in tables)
     part_events = rng.choice((3, 10, 5000))
     probe = Scenario(seed, direction, namespace, tuple(tables), setup, during_snapshot, during_log, (),
                      exactly_once, rng.choice((7, 20, 1000)), part_events)
