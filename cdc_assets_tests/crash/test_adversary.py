@@ -16,6 +16,7 @@ SEEDS = [
     (10, "mysql-mysql"),
     (7, "postgres-postgres"),  # composite key; random SIGKILL and SIGTERM
     (12, "postgres-mysql"),  # a table keyed by a unique column only; crash point and two random kills
+    (13, "mysql-postgres"),  # SIGKILL after a split's commit in the snapshot; a big transaction in parts
 ]
 
 
