@@ -40,10 +40,12 @@ class Outcome:
     details: list[str] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    timing: list[str] = field(default_factory=list)  # where the writes fell: a rerun may place them elsewhere
 
     def line(self) -> str:
         return (f"seed {self.seed} {self.direction}: {self.status.upper()} in {self.seconds:.0f} s; faults "
-                f"{', '.join(self.faults) or 'none'}" + "".join(f"\n    {d}" for d in self.details))
+                f"{', '.join(self.faults) or 'none'}" + "".join(f"\n    {d}" for d in self.details) +
+                ("".join(f"\n    timing: {t}" for t in self.timing) if self.status != "pass" else ""))
 
 
 class Writer(threading.Thread):
@@ -53,6 +55,7 @@ class Writer(threading.Thread):
         super().__init__(daemon=True)
         self.conn, self.transactions, self.pause = conn, transactions, pause
         self.error: str = ""
+        self.done = 0  # transactions committed so far
 
     def run(self) -> None:
         try:
@@ -62,6 +65,7 @@ class Writer(threading.Thread):
                     for statement in tx:
                         cur.execute(statement)
                     cur.execute("COMMIT")
+                    self.done += 1
                     time.sleep(self.pause)
         except Exception as exc:  # noqa: BLE001 - reported as a harness error with the statement's error
             self.error = f"the workload failed: {exc}"
@@ -129,6 +133,8 @@ def _run(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome) ->
     writer.start()
     try:
         _snapshot(scenario, config, path, env, servers, result)
+        result.timing.append(f"the snapshot ended after {writer.done} of {len(writer.transactions)} transactions "
+                             "written during it")
     finally:
         writer.join()
         writer.conn.close()
@@ -162,6 +168,8 @@ def _segment(scenario: Scenario, servers: Servers, ns: str, src, path: Path, env
     writer.start()
     try:
         applied = all(_apply(fault, path, env, result) for fault in faults)
+        result.timing.append(f"segment {number}: its faults ended after {writer.done} of {len(transactions)} "
+                             "transactions")
     finally:
         writer.join()
         writer.conn.close()

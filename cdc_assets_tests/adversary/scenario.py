@@ -3,6 +3,7 @@ from `random.Random(seed)` in a fixed order, so the same seed builds the same sc
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field, replace
 
 from cdc_assets_tests.adversary.faults import FAULTS, Injected
@@ -10,6 +11,7 @@ from cdc_assets_tests.adversary.kinds import MYSQL, POSTGRES
 from cdc_assets_tests.adversary.schema import Table, random_table
 from cdc_assets_tests.adversary.workload import Workload
 
+LONG_LITERAL = re.compile(r"'[0-9a-f]{60,}'")  # the kB of a TOASTed value, shortened when printed
 DIRECTIONS = {"mysql-postgres": (MYSQL, POSTGRES), "postgres-postgres": (POSTGRES, POSTGRES),
               "mysql-mysql": (MYSQL, MYSQL), "postgres-mysql": (POSTGRES, MYSQL)}
 
@@ -59,7 +61,8 @@ class Scenario:
             if number == len(self.during_snapshot) + half:
                 lines.append(f"-- quiet point 1; then faults {', '.join(log_faults[1:]) or 'none'} while:")
             lines += ["BEGIN;", *(f"  {s};" for s in tx), "COMMIT;"]
-        return "\n".join(lines + ["-- quiet point 2"])
+        return "\n".join(LONG_LITERAL.sub(lambda m: f"{m.group(0)[:21]}...'/*{len(m.group(0)) - 2} chars*/", line)
+                         for line in lines + ["-- quiet point 2"])
 
     def shrunk(self, **changes) -> "Scenario":
         return replace(self, **changes)

@@ -20,7 +20,16 @@ SEEDS = [
 ]
 
 
-@pytest.mark.parametrize("seed, direction", SEEDS)
+# Seeds that found a divergence still being fixed: they fail when the timing lines up, so not strictly.
+KNOWN_FAILING = [
+    pytest.param(110, "postgres-postgres", marks=pytest.mark.xfail(strict=False, reason=(
+        "two rows swap keys through a spare key in one transaction, their TOASTed text unchanged, inside the "
+        "snapshot's log window: the replay gives each row the other's text (the PostgreSQL key move with "
+        "unchanged TOAST, here without a crash)"))),
+]
+
+
+@pytest.mark.parametrize("seed, direction", SEEDS + KNOWN_FAILING)
 def test_seeded_scenario_ends_with_the_target_equal_to_the_source(tmp_path, servers, mariadb_target, spark, seed,
                                                                    direction):
     scenario = build(seed, direction)
