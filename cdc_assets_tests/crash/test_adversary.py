@@ -8,6 +8,7 @@ from cdc_assets_tests.adversary.kinds import BY_NAME, KINDS
 from cdc_assets_tests.adversary.oracle import differences
 from cdc_assets_tests.adversary.runner import Servers, run
 from cdc_assets_tests.adversary.scenario import build
+from cdc_assets_tests.adversary.shrink import halves, without_table
 
 pytestmark = [pytest.mark.crash, pytest.mark.spark]
 
@@ -63,3 +64,13 @@ def test_compare_rules_equate_only_the_documented_renderings():
     assert BY_NAME["datetime"].canon("2024-02-29 12:00:00.500000") == BY_NAME["datetime"].canon("2024-02-29 12:00:00.5")
     for kind in KINDS:
         assert all("{c}" in kind.text[engine] for engine in kind.ddl), kind.name
+
+
+def test_the_shrinker_removes_a_table_with_every_statement_naming_it():
+    scenario = build(110, "postgres-postgres")
+    smaller = without_table(scenario, "t0")
+    assert [t.name for t in smaller.tables] == ["t1", "t2"]
+    statements = [*smaller.setup, *(s for tx in smaller.during_snapshot + smaller.during_log for s in tx)]
+    assert statements and not any('."t0"' in s for s in statements)
+    assert all(tx for tx in smaller.during_log)
+    assert [len(c) for c in halves(tuple(range(4)))] == [2, 2, 3, 3, 3, 3]
