@@ -1,0 +1,119 @@
+"""Faults the adversary injects into a task's processes, one registry entry per kind. A fault is drawn with its
+parameters from the seed (`draw`) and applied by running the task's CLI (`apply`), which reports what happened:
+"killed" (SIGKILL landed), "passed" (the process ended before the fault could land), "stopped" (it exited with an
+error of its own: a loud stop, with its output), or "refused" (SIGTERM was not honoured with a clean exit).
+
+A crash point is a place in the code named by `crash_point(...)` (cdc_assets/engine/faults.py); `:n` kills on
+the n-th pass. To add a fault: a class with `name`, `phase` ("snapshot" or "log"), `applies(scenario)`, `draw`
+and `apply`, appended to FAULTS."""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+
+from cdc_assets.engine.faults import ENV as CRASH_ENV
+from cdc_assets_tests.support import cli_command
+
+TIMEOUT = 300
+
+
+@dataclass(frozen=True)
+class Injected:
+    """A drawn fault: its kind, parameters, and how to describe it in one line."""
+    kind: str
+    point: str = ""
+    nth: int = 1
+    delay: float = 0.0
+
+    def describe(self) -> str:
+        return f"{self.kind}({self.point}:{self.nth})" if self.point else f"{self.kind}({self.delay:.1f}s)"
+
+
+def run_cli(config, env: dict, *args: str, crash: str | None = None) -> subprocess.Popen:
+    env = {**env, **({CRASH_ENV: crash} if crash else {})}
+    return subprocess.Popen(cli_command(config, *args), env=env, start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def outcome(proc: subprocess.Popen, timeout: float = TIMEOUT) -> tuple[str, str]:
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return "stopped", f"no exit within {timeout} s:\n{out[-3000:]}"
+    if proc.returncode == -signal.SIGKILL:
+        return "killed", ""
+    if proc.returncode == -signal.SIGTERM:  # before the CLI installed its handler: Python's default, an exit
+        return "terminated", out[-3000:]
+    return ("passed", "") if proc.returncode == 0 else ("stopped", out[-3000:])
+
+
+class CrashPoint:
+    """SIGKILL at the n-th pass of a named crash point."""
+    phase, weight = "log", 4
+    points = {"incremental.after_commit": lambda s: True,
+              "incremental.after_apply": lambda s: s.exactly_once,
+              "incremental.part_applied": lambda s: True}
+    args: tuple[str, ...] = ("sync", "--until-caught-up")
+
+    @property
+    def name(self) -> str:
+        return "crash_point" if self.phase == "log" else "snapshot_crash_point"
+
+    def applies(self, scenario) -> bool:
+        return any(ok(scenario) for ok in self.points.values())
+
+    def draw(self, rng: random.Random, scenario) -> Injected:
+        point = rng.choice(sorted(p for p, ok in self.points.items() if ok(scenario)))
+        return Injected(self.name, point, rng.randint(1, 4))
+
+    def apply(self, fault: Injected, config, env: dict) -> tuple[str, str]:
+        return outcome(run_cli(config, env, *self.args, crash=f"{fault.point}:{fault.nth}"))
+
+
+class SnapshotCrashPoint(CrashPoint):
+    """SIGKILL inside the snapshot (a split's backfill or its commit), then `snapshot` again resumes."""
+    phase, weight = "snapshot", 1
+    points = {"snapshot.after_commit": lambda s: True, "snapshot.backfill": lambda s: s.exactly_once}
+    args = ("snapshot",)
+
+
+class RandomKill:
+    """SIGKILL of a following `sync` at a random moment."""
+    name, phase, weight = "random_kill", "log", 2
+    signal = signal.SIGKILL
+
+    def applies(self, scenario) -> bool:
+        return True
+
+    earliest = 0.5
+
+    def draw(self, rng: random.Random, scenario) -> Injected:
+        return Injected(self.name, delay=rng.uniform(self.earliest, 6.0))
+
+    def apply(self, fault: Injected, config, env: dict) -> tuple[str, str]:
+        proc = run_cli(config, env, "sync")
+        time.sleep(fault.delay)
+        if proc.poll() is not None:
+            return outcome(proc)
+        os.killpg(proc.pid, self.signal)
+        status, out = outcome(proc, timeout=120)
+        if self.signal == signal.SIGTERM:  # a clean stop is the contract: exit 0
+            return ("killed", "") if status == "passed" else ("refused", out)
+        return status, out
+
+
+class Terminate(RandomKill):
+    """SIGTERM of a following `sync`: it must finish its batch and exit 0."""
+    name, weight = "sigterm", 1
+    earliest = 3.0  # the CLI's handler is installed once its imports ran
+    signal = signal.SIGTERM
+
+
+FAULTS = [CrashPoint(), SnapshotCrashPoint(), RandomKill(), Terminate()]
+BY_NAME = {f.name: f for f in FAULTS}

@@ -1,0 +1,82 @@
+"""The oracle: the target holds the source's rows exactly, compared per column as each server renders it as
+text and then canonicalised by the column kind's documented rule; and the checkpoint never moves back."""
+from __future__ import annotations
+
+import threading
+
+from cdc_assets.core.positions import compare
+from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets_tests.adversary.kinds import MYSQL, MYSQL_TEXT, PG_TEXT
+from cdc_assets_tests.adversary.schema import Table, q
+
+Rows = dict[tuple, dict[str, object]]
+
+
+def texts(conn, engine: str, namespace: str, table: Table) -> Rows:
+    """Every row of `table` by its key's text: each column's text, canonicalised by its kind."""
+    key_text = MYSQL_TEXT if engine == MYSQL else PG_TEXT
+    keys = [key_text.format(c=q(engine, c)) for c in table.key_columns]
+    kinds = table.kinds()
+    values = [k.text[engine].format(c=q(engine, c)) for c, k in kinds]
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT {', '.join(keys + values)} FROM {q(engine, namespace)}.{q(engine, table.name)}")
+        rows = cur.fetchall()
+    n = len(keys)
+    return {tuple(r[:n]): {c: None if v is None else k.canon(v) for (c, k), v in zip(kinds, r[n:])} for r in rows}
+
+
+def differences(source: Rows, target: Rows, limit: int = 5) -> list[str]:
+    """Each differing row, at most `limit`: missing, extra, or the columns whose text differs."""
+    out = []
+    for key in sorted(source.keys() | target.keys(), key=repr):
+        want, got = source.get(key), target.get(key)
+        if want == got:
+            continue
+        if got is None:
+            out.append(f"key {key}: missing from the target")
+        elif want is None:
+            out.append(f"key {key}: in the target only")
+        else:
+            cols = [f"{c}: target {short(got[c])}, source {short(want[c])}" for c in want if want[c] != got[c]]
+            out.append(f"key {key}: " + "; ".join(cols))
+    return out[:limit] + ([f"... {len(out) - limit} more"] if len(out) > limit else [])
+
+
+def short(value) -> str:
+    text = repr(value)
+    return text if len(text) < 60 else text[:50] + "..."
+
+
+class CheckpointWatch(threading.Thread):
+    """Polls the task's checkpoint; records any move back to an earlier position."""
+
+    def __init__(self, config, interval: float = 0.25) -> None:
+        super().__init__(daemon=True)
+        self.config, self.interval = config, interval
+        self.stop = threading.Event()
+        self.backwards: list[str] = []
+        self.seen = 0
+
+    def run(self) -> None:
+        rt = TaskRuntime(self.config)
+        last = None
+        try:
+            while not self.stop.wait(self.interval):
+                try:
+                    checkpoint = rt.resumer.checkpoint()
+                except Exception:  # noqa: BLE001 - the store is being created or locked: read again later
+                    continue
+                if checkpoint is None:
+                    continue
+                self.seen += 1
+                if last is not None and compare(checkpoint.position, last) < 0:
+                    self.backwards.append(f"checkpoint moved back from {last} to {checkpoint.position}")
+                last = checkpoint.position
+        finally:
+            rt.close()
+
+    def finish(self) -> list[str]:
+        self.stop.set()
+        self.join(10)
+        return self.backwards
+

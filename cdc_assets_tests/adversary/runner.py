@@ -1,0 +1,246 @@
+"""Runs one scenario on private servers: source tables and seed rows, a snapshot while the application writes
+(in process on a shared Spark session, or by the CLI when a snapshot fault is drawn), the log phase under the
+drawn faults while the application writes on, a last `sync --until-caught-up`, then the oracle."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cdc_assets.config import load_config
+from cdc_assets.engine.planning import ensure_plans
+from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.engine.snapshot import snapshot_splits
+from cdc_assets_tests.adversary.faults import BY_NAME as FAULTS, outcome, run_cli
+from cdc_assets_tests.adversary.kinds import MYSQL, POSTGRES
+from cdc_assets_tests.adversary.oracle import CheckpointWatch, differences, texts
+from cdc_assets_tests.adversary.scenario import Scenario
+from cdc_assets_tests.support import write_config
+
+
+@dataclass
+class Servers:
+    """The private servers a scenario runs on (the shape `write_config` reads), plus a MySQL target server and
+    the Spark session the in-process snapshot adopts."""
+    mariadb: object
+    postgres: object
+    mysql_target: object
+    spark: object
+    workdir: Path
+
+
+@dataclass
+class Outcome:
+    seed: int
+    direction: str
+    status: str  # pass | divergence | stopped | checkpoint_back | error
+    details: list[str] = field(default_factory=list)
+    faults: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    timing: list[str] = field(default_factory=list)  # where the writes fell: a rerun may place them elsewhere
+
+    def line(self) -> str:
+        return (f"seed {self.seed} {self.direction}: {self.status.upper()} in {self.seconds:.0f} s; faults "
+                f"{', '.join(self.faults) or 'none'}" + "".join(f"\n    {d}" for d in self.details) +
+                ("".join(f"\n    timing: {t}" for t in self.timing) if self.status != "pass" else ""))
+
+
+class Writer(threading.Thread):
+    """The application: runs its transactions in order, a pause between them."""
+
+    def __init__(self, conn, transactions, pause: float = 0.03) -> None:
+        super().__init__(daemon=True)
+        self.conn, self.transactions, self.pause = conn, transactions, pause
+        self.error: str = ""
+        self.done = 0  # transactions committed so far
+
+    def run(self) -> None:
+        try:
+            with self.conn.cursor() as cur:
+                for tx in self.transactions:
+                    cur.execute("BEGIN")
+                    for statement in tx:
+                        cur.execute(statement)
+                    cur.execute("COMMIT")
+                    self.done += 1
+                    time.sleep(self.pause)
+        except Exception as exc:  # noqa: BLE001 - reported as a harness error with the statement's error
+            self.error = f"the workload failed: {exc}"
+
+
+def renamed(statements, old: str, new: str):
+    return [s.replace(f"`{old}`", f"`{new}`").replace(f'"{old}"', f'"{new}"') for s in statements]
+
+
+def run(scenario: Scenario, servers: Servers) -> Outcome:
+    started = time.monotonic()
+    result = Outcome(scenario.seed, scenario.direction, "pass")
+    ns = f"{scenario.namespace}_{uuid.uuid4().hex[:6]}"  # a rerun of the seed never meets the last run's tables
+    src = _source(scenario, servers, ns)
+    try:
+        _run(scenario, servers, ns, src, result)
+    finally:
+        src.close()
+        _cleanup(scenario, servers, ns, result.status == "pass")
+        result.seconds = time.monotonic() - started
+    return result
+
+
+def _source(scenario: Scenario, servers: Servers, ns: str):
+    server = servers.mariadb if scenario.source == MYSQL else servers.postgres
+    server.create_database(ns)
+    conn = server.connect(ns)
+    with conn.cursor() as cur:
+        if scenario.source == POSTGRES:
+            cur.execute(f'CREATE SCHEMA "{ns}"')
+        for table in scenario.tables:
+            for statement in table.ddl(scenario.source, ns):
+                cur.execute(statement)
+        cur.execute("BEGIN")
+        for statement in renamed(scenario.setup, scenario.namespace, ns):
+            cur.execute(statement)
+        cur.execute("COMMIT")
+    return conn
+
+
+def _config(scenario: Scenario, servers: Servers, ns: str) -> Path:
+    work = servers.workdir / ns
+    work.mkdir(parents=True)
+    target_server = servers.mysql_target if scenario.target == MYSQL else None
+    if scenario.target == POSTGRES:
+        servers.postgres.create_database(f"{ns}_tgt")
+    return write_config(work, servers, task_id=ns, source=scenario.source, source_db=ns,
+                        tables=[f"{ns}.{t.name}" for t in scenario.tables], target=scenario.target,
+                        source_extra={"split_columns": {f"{ns}.{t.name}": "u" for t in scenario.tables
+                                                        if t.key_shape == "unique_only"}},
+                        target_db=f"{ns}_tgt" if scenario.target == POSTGRES else "", target_server=target_server,
+                        snapshot={"split_size": scenario.split_size, "partitions_per_run": 2},
+                        resumer={"resume_type": "from_target" if scenario.exactly_once else "sqlite"},
+                        pipeline={"exactly_once": scenario.exactly_once, "checkpoint_after_events": 20,
+                                  "checkpoint_interval_secs": 0.5,
+                                  "transaction_part_events": scenario.part_events})
+
+
+def _run(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome) -> None:
+    path = _config(scenario, servers, ns)
+    config = load_config(path)
+    env = {**os.environ, "DAGSTER_HOME": str(path.parent / "dagster_home")}
+    server = servers.mariadb if scenario.source == MYSQL else servers.postgres
+    writer = Writer(server.connect(ns), [renamed(tx, scenario.namespace, ns) for tx in scenario.during_snapshot])
+    writer.start()
+    try:
+        _snapshot(scenario, config, path, env, servers, result)
+        result.timing.append(f"the snapshot ended after {writer.done} of {len(writer.transactions)} transactions "
+                             "written during it")
+    finally:
+        writer.join()
+        writer.conn.close()
+    if result.status != "pass" or _failed(writer, result):
+        return
+    watch = CheckpointWatch(config)
+    watch.start()
+    try:
+        for number, (transactions, faults) in enumerate(segments(scenario), 1):
+            if not _segment(scenario, servers, ns, src, path, env, transactions, faults, result, number):
+                break
+    finally:
+        backwards = watch.finish()
+    if backwards and result.status == "pass":
+        result.status, result.details = "checkpoint_back", result.details + backwards[:3]
+
+
+def segments(scenario: Scenario) -> list[tuple[tuple, tuple]]:
+    """The log phase in two halves, each ending at a quiet point: the first half of the transactions under the
+    first log fault, the second half under the others."""
+    half = len(scenario.during_log) // 2
+    faults = [f for f in scenario.faults if f.kind != "snapshot_crash_point"]
+    return [(scenario.during_log[:half], tuple(faults[:1])), (scenario.during_log[half:], tuple(faults[1:]))]
+
+
+def _segment(scenario: Scenario, servers: Servers, ns: str, src, path: Path, env: dict, transactions, faults,
+             result: Outcome, number: int) -> bool:
+    """Writes and faults, then a quiet point: the writer done, `sync --until-caught-up`, the oracle."""
+    server = servers.mariadb if scenario.source == MYSQL else servers.postgres
+    writer = Writer(server.connect(ns), [renamed(tx, scenario.namespace, ns) for tx in transactions])
+    writer.start()
+    try:
+        applied = all(_apply(fault, path, env, result) for fault in faults)
+        result.timing.append(f"segment {number}: its faults ended after {writer.done} of {len(transactions)} "
+                             "transactions")
+    finally:
+        writer.join()
+        writer.conn.close()
+    if not applied or _failed(writer, result):
+        return False
+    if not _step(f"sync at quiet point {number}", outcome(run_cli(path, env, "sync", "--until-caught-up")), result):
+        return False
+    _oracle(scenario, servers, ns, src, result, f"quiet point {number}")
+    return result.status == "pass"
+
+
+def _snapshot(scenario: Scenario, config, path: Path, env: dict, servers: Servers, result: Outcome) -> None:
+    faults = [f for f in scenario.faults if f.kind == "snapshot_crash_point"]
+    if faults:
+        if _apply(faults[0], path, env, result):
+            _step("snapshot after the kill", outcome(run_cli(path, env, "snapshot")), result)
+        return
+    rt = TaskRuntime(config)
+    rt.adopt_spark(servers.spark)
+    try:
+        for tp in ensure_plans(rt):
+            snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+    except Exception as exc:  # noqa: BLE001 - a loud stop of the snapshot is an outcome, not a harness crash
+        result.status, result.details = "stopped", [f"snapshot: {type(exc).__name__}: {exc}"]
+    finally:
+        rt.close()
+
+
+def _apply(fault, path: Path, env: dict, result: Outcome) -> bool:
+    status, out = FAULTS[fault.kind].apply(fault, path, env)
+    result.faults.append(f"{fault.describe()} {status}")
+    return _step(fault.describe(), (status, out), result)
+
+
+def _step(what: str, status_out: tuple[str, str], result: Outcome) -> bool:
+    status, out = status_out
+    if status in ("killed", "passed", "terminated"):
+        return True
+    result.status = "stopped"
+    result.details.append(f"{what}: {status}: " + out.strip()[-1500:])
+    return False
+
+
+def _failed(writer: Writer, result: Outcome) -> bool:
+    if writer.error:
+        result.status, result.details = "error", result.details + [writer.error]
+    return bool(writer.error)
+
+
+def _oracle(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome, where: str) -> None:
+    tgt = servers.postgres.connect(f"{ns}_tgt") if scenario.target == POSTGRES else servers.mysql_target.connect()
+    try:
+        for table in scenario.tables:
+            diff = differences(texts(src, scenario.source, ns, table), texts(tgt, scenario.target, ns, table))
+            if diff:
+                result.status = "divergence"
+                result.details += [f"{where}, {table.name}: {d}" for d in diff]
+    finally:
+        tgt.close()
+
+
+def _cleanup(scenario: Scenario, servers: Servers, ns: str, passed: bool) -> None:
+    """Drops the task's slot (it holds WAL) and, after a pass, the MySQL databases."""
+    conn = servers.postgres.connect()
+    with conn.cursor() as cur:
+        cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                    "WHERE slot_name LIKE %s AND NOT active", (f"%{ns}%",))
+    conn.close()
+    if passed:
+        for server in (servers.mariadb, servers.mysql_target):
+            mine = server.connect()
+            with mine.cursor() as cur:
+                cur.execute(f"DROP DATABASE IF EXISTS `{ns}`")
+            mine.close()
