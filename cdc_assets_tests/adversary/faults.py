@@ -1,7 +1,7 @@
 """Faults the adversary injects into a task's processes, one registry entry per kind. A fault is drawn with its
 parameters from the seed (`draw`) and applied by running the task's CLI (`apply`), which reports what happened:
 "killed" (SIGKILL landed), "passed" (the process ended before the fault could land), "stopped" (it exited with an
-error of its own: a loud stop, with its output), or "refused" (SIGTERM was not honoured with a clean exit).
+error of its own: a loud stop, with its output), or "refused" (SIGTERM was not honoured with a clean exit, 143).
 
 A crash point is a place in the code named by `crash_point(...)` (cdc_assets/engine/faults.py); `:n` kills on
 the n-th pass. To add a fault: a class with `name`, `phase` ("snapshot" or "log"), `applies(scenario)`, `draw`
@@ -103,13 +103,13 @@ class RandomKill:
             return outcome(proc)
         os.killpg(proc.pid, self.signal)
         status, out = outcome(proc, timeout=120)
-        if self.signal == signal.SIGTERM:  # a clean stop is the contract: exit 0
-            return ("killed", "") if status == "passed" else ("refused", out)
+        if self.signal == signal.SIGTERM:  # a clean stop is the contract: the batch finished, exit 128 + 15
+            return ("killed", "") if proc.returncode == 128 + signal.SIGTERM else ("refused", out)
         return status, out
 
 
 class Terminate(RandomKill):
-    """SIGTERM of a following `sync`: it must finish its batch and exit 0."""
+    """SIGTERM of a following `sync`: it must finish its batch and exit 143, as a shell reports SIGTERM."""
     name, weight = "sigterm", 1
     earliest = 3.0  # the CLI's handler is installed once its imports ran
     signal = signal.SIGTERM
