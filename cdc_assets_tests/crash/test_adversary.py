@@ -16,17 +16,17 @@ SEEDS = [
     (10, "mysql-postgres"),  # composite _ci and _bin text keys, TOASTed text; exactly-once; kill, crash point, SIGTERM
     (10, "mysql-mysql"),
     (7, "postgres-postgres"),  # composite key; random SIGKILL and SIGTERM
-    (12, "postgres-mysql"),  # a table keyed by a unique column only; crash point and two random kills
+    (119, "postgres-mysql"),  # a table keyed by a unique column only; crash points in the snapshot and the log, a kill
     (13, "mysql-postgres"),  # SIGKILL after a split's commit in the snapshot; a big transaction in parts
 ]
 
 
-# Seeds that found divergences still being fixed on other branches, left out to keep this file green and
-# within its time: rerun them with `python -m cdc_assets_tests.adversary --seed N --scenarios 1 --direction D
-# --confirm` once the fix is merged, then add them above. All are PostgreSQL key moves whose TOASTed text is
-# unchanged, replayed onto a target that already holds a later state: 110 postgres-postgres (a swap inside the
-# snapshot's log window, no crash needed; fails when the swap falls inside the window), 119 and 124
-# postgres-mysql (after a SIGKILL at incremental.after_commit).
+# Seeds that stop loudly (documented): a PostgreSQL key move whose TOASTed text is unchanged, replayed onto a
+# target that already holds a later state where the batch cannot tell which row is the moved one (MoveIncomplete,
+# way out REPLICA IDENTITY FULL and a re-plan): 110, 148, 189, 204 postgres-postgres (a swap inside the snapshot's
+# log window, or after a kill); 12, 124, 150, 223 postgres-mysql (a transaction in parts replayed after a kill at
+# incremental.after_commit). Rerun one with `python -m cdc_assets_tests.adversary --seed N --scenarios 1
+# --direction D --confirm`.
 
 
 @pytest.mark.parametrize("seed, direction", SEEDS)
