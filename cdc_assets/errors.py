@@ -105,8 +105,12 @@ class ValueMisfit(CdcError):
     def __init__(self, table: object, key: tuple, column: str, value: object, target_type: str, position: object,
                  advice: str) -> None:
         shown = repr(value) if len(repr(value)) <= 60 else f"{repr(value)[:57]}..."
+        if advice.lower().endswith(target_type.lower()):  # the column has the type the sink declares: none wider
+            hint = ("no column type of the target holds it: change the value on the source, or leave the column "
+                    "out with source.exclude_columns and re-plan")
+        else:
+            hint = (f"make the target column hold it ({advice}) and run again: each run reads the target's column "
+                    "types anew; or leave the column out with source.exclude_columns and re-plan")
         super().__init__(
             f"row {key} of {table} at {position}: column '{column}' holds {shown}, which the target's column "
-            f"({target_type}) cannot hold without cutting or rounding it; nothing of this batch was written",
-            f"make the target column hold it ({advice}) and run again: each run reads the target's column types "
-            "anew; or leave the column out with source.exclude_columns and re-plan")
+            f"({target_type}) cannot hold without cutting or rounding it; nothing of this batch was written", hint)
