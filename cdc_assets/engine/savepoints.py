@@ -148,7 +148,7 @@ def list_savepoints(rt: TaskRuntime) -> list[Savepoint]:
     images = BeforeImages(rt.sink)
     if not images.exists():
         return []
-    with rt.sink.conn.cursor() as cur:
+    with rt.sink.catalog() as cur:
         return [Savepoint.of(r) for r in images.savepoints(cur, rt.config.task_id)]
 
 
@@ -323,7 +323,7 @@ def recover(rt: TaskRuntime) -> str | None:
     if not images.exists():
         return None
     task = rt.config.task_id
-    with rt.sink.conn.cursor() as cur:
+    with rt.sink.catalog() as cur:
         pending = images.pending(cur, task)
     if pending is None:
         return None
@@ -383,7 +383,7 @@ def storage(rt: TaskRuntime) -> dict[str, int]:
     if not images.exists():
         return {}
     tables = {t for sp in list_savepoints(rt) for t in sp.tables}
-    with rt.sink.conn.cursor() as cur:
+    with rt.sink.catalog() as cur:
         return {t: images.image_count(cur, rt.config.task_id, TableId.parse(t)) for t in sorted(tables)
                 if images.shadow_columns(rt.config.task_id, TableId.parse(t))}
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager
+from typing import Any, Callable, ContextManager, Iterator
 
 from cdc_assets.core.batches import MoveIncomplete, TableChanges
 from cdc_assets.core.boundary import SPLIT_COLUMN, RowExport, SplitRanges, TargetFormat, Transport
@@ -66,10 +67,19 @@ class SqlSink:
         self.source_db_type = source_db_type  # its native declarations are kept only engine to same engine
         self.write_batch_size = write_batch_size  # rows per JDBC batch of a staging write
         self.conn = connect(url, autocommit=True)
+        self._conn_guard = threading.RLock()  # see catalog
         self._commit_conns: dict[int, Any] = {}  # see _committer
         self._commit_lock = threading.Lock()
         self.move_marks = MoveMarks(self)
         self._capacities: dict[TableId, dict[str, Capacity | None]] = {}  # see column_capacities
+
+    @contextmanager
+    def catalog(self) -> Iterator[Any]:
+        """A cursor on the sink's own autocommit connection (catalog reads, DDL), held by one thread at a time: the
+        log phase checks the next batch against the catalog while the batch before applies on another thread, and
+        both reach this connection; a connection shared by two threads at once breaks its protocol."""
+        with self._conn_guard, self.conn.cursor() as cur:
+            yield cur
 
     # -- hooks the engines fill in
     def target_format(self) -> TargetFormat:
@@ -192,7 +202,7 @@ class SqlSink:
         has its own sink, so a column the user altered is seen by the next run), or anew when `fresh`."""
         found = None if fresh else self._capacities.get(table)
         if found is None:
-            with self.conn.cursor() as cur:
+            with self.catalog() as cur:
                 cur.execute("SELECT column_name, data_type, character_maximum_length, numeric_precision, "
                             f"numeric_scale, datetime_precision, {self.column_type_sql} FROM information_schema.columns "
                             "WHERE table_schema = %s AND table_name = %s", (table.namespace, table.name))
@@ -219,7 +229,7 @@ class SqlSink:
         cols = [f"{self.q(c.name)} {self.column_type(c, c.name in schema.primary_key)}"
                 f"{' NOT NULL' if not c.nullable or c.name in schema.primary_key else ' NULL'}" for c in schema.columns]
         key = ", ".join(self.q(k) for k in schema.primary_key)
-        with self.conn.cursor() as cur:
+        with self.catalog() as cur:
             cur.execute(self.create_namespace_sql(schema.table.namespace))
             cur.execute(f"CREATE TABLE {self.table_sql(schema.table)} ({', '.join(cols)}, PRIMARY KEY ({key}))")
         return True
@@ -235,7 +245,7 @@ class SqlSink:
 
     def create_staging(self, staging: TableId, export: RowExport, key: tuple[str, ...]) -> None:
         cols = [f"{self.q(SPLIT_COLUMN)} INTEGER NOT NULL"] + self.staging_columns(export.transports, key)
-        with self.conn.cursor() as cur:
+        with self.catalog() as cur:
             cur.execute(self.create_namespace_sql(staging.namespace))
             cur.execute(f"DROP TABLE IF EXISTS {self.table_sql(staging)}")
             cur.execute(f"{self.staging_prefix()} {self.table_sql(staging)} ({', '.join(cols)})")
@@ -318,7 +328,7 @@ class SqlSink:
     def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
         self._capacities.pop(schema.table, None)
         existing = self.existing_columns(schema.table) or set()
-        with self.conn.cursor() as cur:
+        with self.catalog() as cur:
             for column in columns:
                 if column.name not in existing:
                     cur.execute(self.add_column_sql(schema.table, column))

@@ -65,7 +65,7 @@ class BeforeImages:
             raise CdcError(f"savepoints need a MySQL or PostgreSQL target; {self.sink.url} is {self.sink.db_type}",
                            "take a backup of the target collections instead (mongodump), or sync into a SQL target")
         key, text = self._text_key(), "LONGTEXT" if self.mysql else "TEXT"
-        with self.sink.conn.cursor() as cur:
+        with self.sink.catalog() as cur:
             cur.execute(self.sink.create_namespace_sql(META))
             cur.execute(f"CREATE TABLE IF NOT EXISTS {self.meta(SAVEPOINTS)} (task_id {key} NOT NULL, name {key} NOT NULL, "
                         f"epoch BIGINT NOT NULL, created_at {key} NOT NULL, data {text} NOT NULL, "
@@ -77,7 +77,7 @@ class BeforeImages:
         """Whether savepoints were ever used on this target (the log phase writes no image otherwise)."""
         if not self.supported:
             return False
-        with self.sink.conn.cursor() as cur:
+        with self.sink.catalog() as cur:
             cur.execute("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = %s AND table_name = %s",
                         (META, SAVEPOINTS))
             return cur.fetchone()[0] > 0
@@ -90,12 +90,12 @@ class BeforeImages:
             f"{self.sink.q(c.name)} {self.sink.column_type(c, c.name in key)}"
             f"{' NOT NULL' if c.name in key else ' NULL'}" for c in schema.columns]
         pk = ", ".join(self.sink.q(k) for k in (*key, EPOCH))
-        with self.sink.conn.cursor() as cur:
+        with self.sink.catalog() as cur:
             cur.execute(f"CREATE TABLE IF NOT EXISTS {self.sink.table_sql(shadow)} ({', '.join(cols)}, PRIMARY KEY ({pk}))")
         return shadow
 
     def drop_shadow(self, task_id: str, table: TableId) -> None:
-        with self.sink.conn.cursor() as cur:
+        with self.sink.catalog() as cur:
             cur.execute(f"DROP TABLE IF EXISTS {self.sink.table_sql(self.shadow(task_id, table))}")
 
     def shadow_columns(self, task_id: str, table: TableId) -> list[str]:

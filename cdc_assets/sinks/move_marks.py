@@ -66,7 +66,7 @@ class MoveMarks:
             return
         q, mysql = self.sink.q, self.sink.db_type == "mysql"
         key = f"VARCHAR(255) CHARACTER SET utf8mb4 COLLATE {self.sink.key_collation}" if mysql else "TEXT"
-        with self.sink.conn.cursor() as cur:
+        with self.sink.catalog() as cur:
             cur.execute(self.sink.create_namespace_sql(META))
             cur.execute(f"CREATE TABLE IF NOT EXISTS {self._table()} ({q('target_table')} {key} NOT NULL, "
                         f"{q('point')} {'LONGTEXT' if mysql else 'TEXT'} NOT NULL, PRIMARY KEY ({q('target_table')}))")

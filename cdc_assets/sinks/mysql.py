@@ -74,7 +74,7 @@ class MysqlSink(SqlSink):
         return f"{self.text_type} CHARACTER SET utf8mb4 COLLATE {self.key_collation}" if in_key else self.text_type
 
     def check_key_columns(self, schema: TableSchema) -> None:
-        with self.conn.cursor() as cur:
+        with self.catalog() as cur:
             if self.flavour.generates_invisible_primary_keys:  # a hidden my_row_id would pass for no primary key
                 cur.execute("SET SESSION show_gipk_in_create_table_and_information_schema = ON")
             cur.execute("SELECT COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS "
@@ -191,7 +191,7 @@ class MysqlSink(SqlSink):
         return f"ALTER TABLE {self.table_sql(table)} MODIFY {self.q(column.name)} {self.column_type(column, False)}"
 
     def existing_columns(self, table: TableId) -> set[str] | None:
-        with self.conn.cursor() as cur:
+        with self.catalog() as cur:
             cur.execute("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
                         (table.namespace, table.name))
             names = {r[0] for r in cur.fetchall()}

@@ -66,7 +66,7 @@ class PostgresSink(SqlSink):
 
     @cached_property
     def has_postgis(self) -> bool:
-        with self.conn.cursor() as cur:
+        with self.catalog() as cur:
             cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'postgis'")
             return cur.fetchone() is not None
 
@@ -105,7 +105,7 @@ class PostgresSink(SqlSink):
         if self.source_db_type != "postgres":
             return
         declared = {c.name: self.column_type(c, False) for c in schema.columns}
-        with self.conn.cursor() as cur:
+        with self.catalog() as cur:
             cur.execute("SELECT t FROM unnest(%s::text[]) AS t WHERE to_regtype(t) IS NULL", (list(declared.values()),))
             missing = {r[0] for r in cur.fetchall()}
         for name, type_name in declared.items():
@@ -300,7 +300,7 @@ class PostgresSink(SqlSink):
         return int(cursor.fetchone()[0])
 
     def existing_columns(self, table: TableId) -> set[str] | None:
-        with self.conn.cursor() as cur:
+        with self.catalog() as cur:
             cur.execute("SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s",
                         (table.namespace, table.name))
             names = {r[0] for r in cur.fetchall()}
