@@ -82,6 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     ver.add_argument("--wait", type=float, default=120.0,
                      help="seconds to wait for the running sync's checkpoint (default 120); without a sync, verify "
                           "says so at once")
+    ver.add_argument("--hold", action="store_true", help="hold each split's range on the source while comparing "
+                     "(its writers wait); default: lock-free rounds")
     ver.set_defaults(func=cmd_verify)
     savepoint = sub.add_parser("savepoint", help="create, list, roll back to or delete a savepoint of the target "
                                                  "tables and the task's positions")
@@ -310,7 +312,8 @@ def cmd_verify(args) -> int:
         if state.blocked:
             print(f"INCONCLUSIVE: {state.blocked}")
             return 3
-        checks = [c for t in tables for c in verify_table(runtime, t, wait_secs=args.wait, state=state)]
+        checks = [c for t in tables for c in verify_table(runtime, t, wait_secs=args.wait, state=state,
+                                                             hold=args.hold)]
     finally:
         runtime.close()
     for line in summary_lines(checks):

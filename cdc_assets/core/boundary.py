@@ -178,6 +178,17 @@ class SnapshotSource(Protocol):
     def present_keys(self, schema: TableSchema, keys: list[tuple]) -> set[tuple]:
         """Which of `keys` the source holds now, compared exactly (byte for byte, not by collation)."""
 
+    # Whether each row carries a version that changes with every write (PostgreSQL's xmin): then `changed_since`
+    # tells what changed around a `read_split`; otherwise the log does (engine/verify_window.py).
+    row_versions: bool
+
+    def read_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat) -> Any:
+        """The range's rows as `target` compares them (`.rows`), read without a lock: one consistent view."""
+
+    def changed_since(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat,
+                      read: Any) -> set[tuple]:
+        """With `row_versions`: the keys whose row changed (updated, deleted, inserted) since `read`."""
+
     def hold_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat | None = None,
                    lock_wait_secs: float = ...) -> ContextManager[Any]:
         """Hold the range still (no transaction can change a row of it) until the block ends; the held object's

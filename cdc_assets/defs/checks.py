@@ -69,6 +69,8 @@ def _result(checks: list[SplitCheck]) -> dg.AssetCheckResult:
         "source_rows": dg.MetadataValue.int(sum(c.source_rows for c in checks)),
         "target_rows": dg.MetadataValue.int(sum(c.target_rows for c in checks)),
         "held_secs_max": dg.MetadataValue.float(round(max((c.held_secs for c in checks), default=0.0), 3)),
+        # Keys a later lock-free round judged again: they changed around the first read, or differed in it.
+        "rechecked_keys": dg.MetadataValue.int(sum(c.rechecked for c in checks)),
         # Holds the source's writers refused (deadlock, lock wait timeout) and that were taken again.
         "busy_retries": dg.MetadataValue.int(sum(c.retries for c in checks)),
         "per_split": dg.MetadataValue.md("\n".join(f"- {line}" for line in summary_lines(checks))),

@@ -16,6 +16,7 @@ from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, qualified, quote_ident
 from cdc_assets.errors import CdcError, TableError
 from cdc_assets.sources.split_hold import LOCK_WAIT_SECS, hold_range
+from cdc_assets.sources.split_read import SplitRead, read_range
 
 EVEN_FACTOR = (0.05, 1000.0)
 PRESENT_CHUNK = 1000  # keys per lookup in present_keys
@@ -27,6 +28,9 @@ class SqlSource:
 
     db_type: str
     url: DbUrl
+    # Whether each row carries a version that changes with every write (PostgreSQL's xmin): what changed around a
+    # lock-free read is then told by the rows themselves; otherwise by the log (engine/verify_window.py).
+    row_versions = False
 
     # -- what each engine fills in
     def key_stats(self, schema: TableSchema, kind: str) -> KeyStats:
@@ -192,6 +196,17 @@ class SqlSource:
         `target` compares them (None: the key columns only)."""
         select = None if target is None else self.compared_columns(schema, target)
         return hold_range(self.url, schema, key_range, kind, select, lock_wait_secs)
+
+    def read_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat) -> SplitRead:
+        """The split's rows as `target` compares them, read without a lock (split_read.py); with each row's
+        version where the source keeps one (`row_versions`)."""
+        return read_range(self.url, schema, key_range, kind, self.compared_columns(schema, target),
+                          versions=self.row_versions)
+
+    def changed_since(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat,
+                      read: SplitRead) -> set[tuple]:
+        """With `row_versions`: the keys of the range whose row changed since `read` (values as read)."""
+        raise NotImplementedError
 
     def compared_columns(self, schema: TableSchema, target: TargetFormat) -> list[str]:
         """Each column as verification reads it: as stored, unless a source renders it for that target."""

@@ -33,6 +33,7 @@ _COPY_CONTEXT = re.compile(r'COPY \S+, line \d+, column (\S+?): "(.{0,80})')
 
 class MongoSource:
     db_type = "mongo"
+    row_versions = False
 
     def __init__(self, url: DbUrl, collections: Mapping[str, dict | None] | None = None, pipe: bool = True) -> None:
         """`pipe` (snapshot.pipe) changes nothing here: the splits are read by the MongoDB client in Spark tasks
@@ -119,6 +120,12 @@ class MongoSource:
                 ids = [id_value(key[0], spec) for key in keys[i:i + PRESENT_CHUNK]]
                 found.update(_comparable(to_key(doc, spec)[0]) for doc in coll.find({ID: {"$in": ids}}, {ID: 1}))
         return {key for key in keys if _comparable(key[0]) in found}
+
+    def read_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat):
+        self.hold_split(schema, key_range, kind, target)
+
+    def changed_since(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat, read):
+        self.hold_split(schema, key_range, kind, target)
 
     def hold_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat | None = None,
                    lock_wait_secs: float = 0.0):

@@ -7,13 +7,14 @@ import re
 from cdc_assets.core.boundary import CopyOutExport, KeyStats, RowExport, RowFormat, TargetFormat, Transport
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.positions import PgPosition
-from cdc_assets.core.splits import Split, SplitPlan
+from cdc_assets.core.splits import KeyRange, Split, SplitPlan
 from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, postgres_args
 from cdc_assets.dbapi.jdbc import postgres_jdbc
 from cdc_assets.errors import SourceSetupError, TableError
 from cdc_assets.sources.base import SqlSource, resolve_key
+from cdc_assets.sources.split_read import SplitRead, changed_versions
 from cdc_assets.sources.postgres import types
 
 # Generated columns are not captured: pgoutput leaves them out of every row image (up to PostgreSQL 17), so the log
@@ -135,6 +136,13 @@ class PostgresSource(SqlSource):
 
     def jdbc(self) -> JdbcEndpoint:
         return postgres_jdbc(self.url, write=False)
+
+    row_versions = True
+
+    def changed_since(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat,
+                      read: SplitRead) -> set[tuple]:
+        return changed_versions(self.url, schema, key_range, kind, self.compared_columns(schema, target),
+                                read.versions or {})
 
     def compared_columns(self, schema: TableSchema, target: TargetFormat) -> list[str]:
         # A MySQL target holds what PostgreSQL rendered as text for it (interval, money, ranges, arrays...):

@@ -1,0 +1,58 @@
+"""A split's range read without a lock: one plain statement, so one consistent view of the source (InnoDB's
+consistent read, PostgreSQL's statement snapshot); writers of the range never wait for it. What changed around
+the read is told apart afterwards (engine/verify_window.py): by the log between two watermarks, or on PostgreSQL
+by each row's version (`xmin`: the transaction that wrote the row version read), read beside the row.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cdc_assets.core.keys import range_predicate
+from cdc_assets.core.splits import KeyRange
+from cdc_assets.core.tables import TableSchema
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.dbapi.connect import connect, qualified, quote_ident
+
+
+@dataclass(frozen=True)
+class SplitRead:
+    """The range's rows (each column as the read selected it), in key order; `versions`: each row's version by
+    its key values, where the source keeps one (PostgreSQL), else None."""
+
+    rows: list[tuple]
+    versions: dict[tuple, str] | None = None
+
+
+def read_range(url: DbUrl, schema: TableSchema, key_range: KeyRange, kind: str, select: list[str] | None = None,
+               versions: bool = False) -> SplitRead:
+    """`select`: every column's expression in schema order (default the key alone). With `versions`
+    (PostgreSQL), each row's xmin too, by the key values as selected."""
+    dialect = url.db_type
+    q = lambda name: quote_ident(dialect, name)  # noqa: E731
+    table = qualified(dialect, schema.table.namespace, schema.table.name)
+    key = [q(k) for k in schema.primary_key]
+    columns = list(select or key)
+    key_at = ([i for k in schema.primary_key for i, c in enumerate(schema.columns) if c.name == k] if select
+              else list(range(len(key))))
+    where = range_predicate(q(schema.split_column.name), key_range, kind, dialect)
+    conn = connect(url, autocommit=True)
+    try:
+        with conn.cursor() as cur:
+            if dialect == "postgres":
+                cur.execute("SET extra_float_digits = 3")  # real and double exactly, before PostgreSQL 12 too
+            listed = ["xmin::text", *columns] if versions else columns
+            cur.execute(f"SELECT {', '.join(listed)} FROM {table} WHERE {where} ORDER BY {', '.join(key)}")
+            rows = [tuple(r) for r in cur.fetchall()]
+    finally:
+        conn.close()
+    if not versions:
+        return SplitRead(rows)
+    return SplitRead([r[1:] for r in rows], {tuple(r[1 + i] for i in key_at): r[0] for r in rows})
+
+
+def changed_versions(url: DbUrl, schema: TableSchema, key_range: KeyRange, kind: str, select: list[str],
+                     before: dict[tuple, str]) -> set[tuple]:
+    """The keys (as `select` renders them) whose row version differs from `before` now: updated, deleted or
+    inserted since."""
+    now = read_range(url, schema, key_range, kind, select, versions=True).versions or {}
+    return {k for k in before.keys() | now.keys() if before.get(k) != now.get(k)}
