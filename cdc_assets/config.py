@@ -337,6 +337,19 @@ class SparkConfig(_Model):
         return conf
 
 
+class VerifyConfig(_Model):
+    every_secs: int = Field(0, ge=0)
+    """Seconds between two ticks of the task's `<task_id>_verify` sensor, which verifies the splits proven equal
+    longest ago (lock-free, as the `split_matches_source` check); 0: the sensor is not defined."""
+    splits_per_tick: int = Field(4, ge=1)
+    """Splits each tick of the sensor verifies."""
+    rows_per_second: int = Field(0, ge=0)
+    """The most rows per second verification reads on each side, paced split by split; 0: no limit."""
+    repair: Literal["manual", "auto"] = "manual"
+    """`auto`: the sensor materializes each split whose last verification failed (its repair), and the asset's
+    checks verify it again in that run. `manual`: the UI's *Materialize* of the partition does."""
+
+
 class TaskConfig(_Model):
     task_id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
     """Names the task in positions, asset keys (`<task_id>/<db>/<table>`), groups, sensors and jobs."""
@@ -354,6 +367,8 @@ class TaskConfig(_Model):
     """Local folders."""
     spark: SparkConfig = SparkConfig()
     """The Spark session of the snapshot."""
+    verify: VerifyConfig = VerifyConfig()
+    """Verification always on, and its repair (docs/operations/verify.md)."""
 
     @model_validator(mode="before")
     @classmethod

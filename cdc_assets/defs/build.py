@@ -12,6 +12,7 @@ from cdc_assets.defs.reset_job import reset_job
 from cdc_assets.defs.resources import CdcTask, task_spark
 from cdc_assets.defs.savepoints import savepoint_jobs
 from cdc_assets.defs.sensors import split_planner_sensor
+from cdc_assets.defs.verify_sensor import verify_sensor
 
 
 def build_definitions(config: TaskConfig, config_path: str) -> dg.Definitions:
@@ -19,12 +20,14 @@ def build_definitions(config: TaskConfig, config_path: str) -> dg.Definitions:
     job = incremental_job(config)
     check = headroom_check(config)
     checks_job = headroom_job(config, check)
+    verifying = verify_sensor(config, config_path)
     return dg.Definitions(
         assets=assets,
         asset_checks=[check, *(c for t in config.source.table_ids for c in (split_check(config, t), table_check(config, t)))],
         jobs=[job, checks_job, reset_job(config), *savepoint_jobs(config)],
         schedules=[headroom_schedule(checks_job)],
-        sensors=[split_planner_sensor(config, config_path), incremental_sensor(config, config_path, job)],
+        sensors=[split_planner_sensor(config, config_path), incremental_sensor(config, config_path, job),
+                 *([verifying] if verifying else [])],
         resources={"cdc_task": CdcTask(config_path=config_path), "pyspark": task_spark(config)},
         # A run's steps (a table's splits, its checks) in the run's process: the default starts a process per step,
         # each importing Dagster, PySpark and this package again (docs/benchmarks/backfill.md).

@@ -77,7 +77,10 @@ def verify_table(rt: TaskRuntime, table: TableId, split_ids: list[str] | None = 
     if state.blocked:
         return [SplitCheck(s.id, INCONCLUSIVE, state.blocked) for s in splits]
     schema = describe(rt, table)
-    checks = [_verify_split(rt, plan, schema, s, state.split_wait, hold) for s in splits]
+    checks = []
+    for split in splits:
+        checks.append(_verify_split(rt, plan, schema, split, state.split_wait, hold))
+        _pace(rt.config.verify.rows_per_second, checks[-1])
     _record(rt, checks)
     return checks
 
@@ -146,6 +149,12 @@ def _verify_window(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, split:
                       f"(unsettled: {'; '.join(sorted(rounds.unsettled)[:5])}); the others are equal: verify "
                       "again when the writers moved on", **counts)
     return result(PASSED, diff.summary(), **counts)
+
+
+def _pace(rows_per_second: int, check: SplitCheck) -> None:
+    """`verify.rows_per_second`: after a split, the rest of the time its rows (the larger side) may take."""
+    if rows_per_second > 0:
+        time.sleep(max(0.0, max(check.source_rows, check.target_rows) / rows_per_second - check.seconds))
 
 
 def _not_applied(rt: TaskRuntime, table: TableId) -> str:
