@@ -54,7 +54,7 @@ def _run_splits(context: dg.AssetCheckExecutionContext, cdc_task: CdcTask, table
 
 def _run(cdc_task: CdcTask, table: TableId, split_ids: list[str] | None) -> list[SplitCheck]:
     try:
-        return verify_table(cdc_task.runtime, table, split_ids)
+        return [c for lane in cdc_task.runtime.lanes for c in verify_table(lane, table, split_ids)]
     except CdcError as exc:
         raise dg.Failure(description=str(exc)) from None
 

@@ -50,6 +50,14 @@ class TaskRuntime:
         return [self if t is self.target else TaskRuntime(self.config, self.hooks, t, parent=self)
                 for t in self.config.targets]
 
+    def lanes_named(self, names: list[str] | None) -> list["TaskRuntime"]:
+        """The lanes of the targets named (every one when none is)."""
+        unknown = sorted(set(names or ()) - {lane.name for lane in self.lanes})
+        if unknown:
+            raise ConfigError(f"not a target of task {self.config.task_id}: {', '.join(unknown)}",
+                              f"name one of {', '.join(lane.name for lane in self.lanes)}")
+        return [lane for lane in self.lanes if not names or lane.name in names]
+
     @property
     def policy(self) -> CommitPolicy:
         return CommitPolicy.parse(self.config.pipeline.commit_policy, {t.name: t.required for t in self.config.targets})

@@ -81,8 +81,10 @@ def _snapshot_lanes(rt: TaskRuntime, plan: SplitPlan, split_ids: list[str]) -> l
     up = [lane for lane in rt.lanes if lane.name not in down]
     wanted: dict[tuple[str, ...], list[str]] = {}
     results = []
+    # Failed their verification in that target: read again for it (engine/repair.py).
+    again = {lane.name: needing_repair(lane, finished[lane.name]) for lane in up}
     for split_id in split_ids:
-        names = tuple(lane.name for lane in up if split_id not in finished[lane.name])
+        names = tuple(lane.name for lane in up if split_id not in finished[lane.name] or split_id in again[lane.name])
         if names:
             wanted.setdefault(names, []).append(split_id)
             continue
@@ -94,9 +96,12 @@ def _snapshot_lanes(rt: TaskRuntime, plan: SplitPlan, split_ids: list[str]) -> l
     for lane in up:
         if any(lane.name in names for names in wanted):
             lane.sink.ensure_table(schema)  # a target that was down when the task was planned
+    repairing = set().union(*again.values())
     for names, ids in wanted.items():
         lanes = [lane for lane in up if lane.name in names]
-        for r in _pipeline(rt, lanes, plan, schema, [plan.split(s) for s in ids]):
+        with held_for_repair(rt, plan, schema, [plan.split(s) for s in ids if s in repairing]):
+            group = _pipeline(rt, lanes, plan, schema, [plan.split(s) for s in ids], repairing)
+        for r in group:
             if r.skipped:  # another run finished it in every target of this group meanwhile
                 r = replace(r, targets={n: "finished before" for n in names})
             acknowledged = {n for n, what in r.targets.items() if what.startswith(("rows", "finished"))}
@@ -181,7 +186,8 @@ def _lease(rt: TaskRuntime, lanes: list[TaskRuntime], locks: SplitLeases, plan: 
     of_lanes = [lane.resumer.finished([s.id for s in group], plan.plan_id) for lane in lanes]
     # Finished in every target this run writes: nothing left to do.
     finished = {s: r for s, r in of_lanes[0].items() if all(s in other for other in of_lanes[1:])}
-    redo = needing_repair(rt, {s: r for s, r in finished.items() if s in again})
+    redo = set().union(*(needing_repair(lane, {s: r for s, r in mine.items() if s in again and s in finished})
+                         for lane, mine in zip(lanes, of_lanes)))
     done = [s.id for s in group if s.id in finished and s.id not in redo]
     locks.release(done)
     results += [_skipped(finished[s]) for s in done]

@@ -52,6 +52,7 @@ class SplitCheck:
     held_secs: float = 0.0  # how long the source range was held
     retries: int = 0  # holds the source refused (deadlock, lock wait timeout) before one was granted or we gave up
     refusals: str = ""  # e.g. "2 deadlocks, 1 lock wait timeout"
+    target: str = ""  # the target's name, on a task with several
     rounds: int = 0  # lock-free rounds read (engine/verify_window.py)
     rechecked: int = 0  # keys a later round judged again: they changed around the first read, or differed in it
 
@@ -60,22 +61,24 @@ class SplitCheck:
         busy = f", source busy: {self.retries} retries ({self.refusals})" if self.retries else ""
         how = (f"{self.rounds} lock-free rounds, {self.rechecked} keys rechecked" if self.rounds
                else f"held {self.held_secs:.2f} s")
-        return f"{self.split_id}: {self.status.upper()}{at}: {self.detail} ({self.seconds:.1f} s, {how}{busy})"
+        where = f" in {self.target}" if self.target else ""
+        return (f"{self.split_id}{where}: {self.status.upper()}{at}: {self.detail} ({self.seconds:.1f} s, "
+                f"{how}{busy})")
 
 
 def verify_table(rt: TaskRuntime, table: TableId, split_ids: list[str] | None = None,
                  wait_secs: float = WAIT_SECS, state: SyncState | None = None, hold: bool = False) -> list[SplitCheck]:
-    """Verify the given splits of `table` (default: every split) one after the other, recording each result.
+    """Verify the given splits of `table` (default: every split) one after the other in the target of `rt` (with
+    several targets, each lane of `rt.lanes` is verified on its own), recording each result.
     `state`: the sync's state as the caller decided it for several tables (default: decided here). `hold`: compare
     under a hold of each range on the source (writers wait) instead of lock-free rounds."""
-    rt.one_target("verification")
     plan = rt.plans.load(table)
     if plan is None:
         raise PlanError(f"{table} has no split plan", "run `cdc-assets plan` and `cdc-assets snapshot` first")
     splits = [plan.split(s) for s in split_ids] if split_ids else plan.splits
     state = state or sync_state(rt, wait_secs)
     if state.blocked:
-        return [SplitCheck(s.id, INCONCLUSIVE, state.blocked) for s in splits]
+        return [SplitCheck(s.id, INCONCLUSIVE, state.blocked, target=_target(rt)) for s in splits]
     schema = describe(rt, table)
     checks = []
     for split in splits:
@@ -92,7 +95,7 @@ def _verify_split(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, split: 
 
     def result(status: str, detail: str, **more) -> SplitCheck:
         return SplitCheck(split.id, status, detail, seconds=time.monotonic() - started, retries=len(refusals),
-                          refusals=str(refusals), **more)
+                          refusals=str(refusals), target=_target(rt), **more)
 
     finished = rt.resumer.finished([split.id])
     if split.id not in finished:
@@ -151,6 +154,10 @@ def _verify_window(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, split:
     return result(PASSED, diff.summary(), **counts)
 
 
+def _target(rt: TaskRuntime) -> str:
+    return rt.name if len(rt.config.targets) > 1 else ""
+
+
 def _pace(rows_per_second: int, check: SplitCheck) -> None:
     """`verify.rows_per_second`: after a split, the rest of the time its rows (the larger side) may take."""
     if rows_per_second > 0:
@@ -188,7 +195,7 @@ def _record(rt: TaskRuntime, checks: list[SplitCheck]) -> None:
     if not checks:
         return
     finished = rt.resumer.finished([c.split_id for c in checks])
-    records = [PositionRecord(rt.config.task_id, SPLIT_VERIFY, c.split_id, {
+    records = [PositionRecord(rt.position_key, SPLIT_VERIFY, c.split_id, {
         "type": SPLIT_VERIFY, "status": c.status, "detail": c.detail, "position": c.position,
         "source_rows": c.source_rows, "target_rows": c.target_rows, "checked_at": now_text(),
         "high_watermark": finished[c.split_id].position_data.get("high_watermark") if c.split_id in finished else None,
@@ -200,17 +207,17 @@ def summary_lines(checks: list[SplitCheck]) -> list[str]:
     """One line per split, except that splits inconclusive for one and the same reason (no sync running, decided
     before any split) share one line: the reason is said once."""
     lines: list[str] = []
-    shared: dict[str, list[str]] = {}
+    shared: dict[tuple[str, str], list[str]] = {}
     for check in checks:
         if check.status == INCONCLUSIVE and not check.retries:
-            shared.setdefault(check.detail, []).append(check.split_id)
+            shared.setdefault((check.detail, check.target), []).append(check.split_id)
         else:
             lines.append(check.line())
-    for detail, ids in shared.items():
+    for (detail, target), ids in shared.items():
         named = ids[0] if len(ids) == 1 else f"{ids[0]} .. {ids[-1]} ({len(ids)} splits)"
-        lines.append(f"{named}: INCONCLUSIVE: {detail}")
+        lines.append(f"{named}{f' in {target}' if target else ''}: INCONCLUSIVE: {detail}")
     return lines
 
 
 def last_results(rt: TaskRuntime, split_ids: list[str]) -> dict[str, PositionRecord]:
-    return {r.position_key: r for r in rt.resumer.store.load(rt.config.task_id, SPLIT_VERIFY, split_ids)}
+    return {r.position_key: r for r in rt.resumer.store.load(rt.position_key, SPLIT_VERIFY, split_ids)}

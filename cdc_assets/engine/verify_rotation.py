@@ -29,7 +29,9 @@ def next_splits(rt: TaskRuntime, count: int) -> Rotation:
         if plan is None or table not in applied:
             continue
         finished = rt.resumer.finished([s.id for s in plan.splits], plan_id=plan.plan_id)
-        failing += [(table, s) for s in sorted(needing_repair(rt, finished))]
+        failing += [(table, s) for s in sorted(set().union(*(
+            needing_repair(lane, lane.resumer.finished([s.id for s in plan.splits], plan_id=plan.plan_id))
+            for lane in rt.lanes)))]
         candidates += [(table, s.id) for s in plan.splits if s.id in finished]
     results = last_results(rt, [s for _, s in candidates])
 

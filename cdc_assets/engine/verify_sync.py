@@ -67,7 +67,7 @@ def sync_state(rt: TaskRuntime, wait_secs: float) -> SyncState:
 
 def written_ago(rt: TaskRuntime) -> float | None:
     """Seconds since the checkpoint was last written (the stores keep UTC wall-clock times), None if unknown."""
-    [record] = rt.resumer.store.load(rt.config.task_id, CDC_DOING, [CHECKPOINT_KEY]) or [None]
+    [record] = rt.resumer.store.load(rt.position_key, CDC_DOING, [CHECKPOINT_KEY]) or [None]
     if record is None:
         return None
     try:

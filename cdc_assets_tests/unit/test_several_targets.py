@@ -3,8 +3,7 @@
 import pytest
 
 from cdc_assets.config import parse_config
-from cdc_assets.core.tables import TableId
-from cdc_assets.engine import reset, savepoints, verify
+from cdc_assets.engine import reset, savepoints
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import ConfigError
 
@@ -20,7 +19,6 @@ RAW = {
     (lambda rt: savepoints.create(rt, "before_release"), "a savepoint"),
     (lambda rt: savepoints.rollback(rt, "before_release"), "a savepoint rollback"),
     (lambda rt: reset.reset_checkpoint(rt, "latest", "test"), "a reset"),
-    (lambda rt: verify.verify_table(rt, TableId("shop", "orders")), "verification"),
 ])
 def test_refused_with_several_targets(tmp_path, call, doing):
     rt = TaskRuntime(parse_config({**RAW, "runtime": {"data_dir": str(tmp_path)}}, tmp_path))
