@@ -172,6 +172,14 @@ class SnapshotSource(Protocol):
         """One export per target, sharing one read wherever the source can select every format at once (exports
         with the same `how` are one read); targets of one engine share one format."""
 
+    def pipes_copy(self, target: TargetFormat) -> bool:
+        """Whether `export` pipes each split straight into `target`'s staging `COPY` (spark/copy_pipe.py), so that
+        the snapshot reads nothing through Spark JDBC; False for a source without such a pipe."""
+
+    def jdbc_endpoint(self) -> JdbcEndpoint | None:
+        """Where Spark's JDBC reader reads this source's snapshot (the session's warm-up checks its login there);
+        None for a source whose splits Spark tasks read with its own client (MongoDB)."""
+
     def explain_failure(self, schema: TableSchema, export: RowExport, error: Exception) -> CdcError | None:
         """What the source can say about a failed export (the row and column a target refused), or None."""
 
@@ -255,6 +263,9 @@ class Sink(Protocol):
     url: DbUrl
     concurrent_commits: int  # snapshot groups that may commit at once (each on a connection of its own)
     splits_per_slot: int  # a snapshot group's splits per task the Spark session runs at once
+    # Whether savepoints can keep their records and before-images in this target (sinks/before_images.py, through
+    # the SQL sink's `images`); a target without them refuses `savepoint create` and is never imaged.
+    supports_savepoints: bool
 
     def target_format(self) -> TargetFormat: ...
 

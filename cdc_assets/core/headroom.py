@@ -10,6 +10,9 @@ its time left is retention - (now - creation of the next file), and the current 
 PostgreSQL invalidates a slot whose retained WAL (pg_current_wal_lsn() - restart_lsn) exceeds
 max_slot_wal_keep_size at a checkpoint: pg_replication_slots says wal_status 'unreserved' once past it (lost at
 the next checkpoint), 'lost' after, and safe_wal_size is the WAL that can still be written before it.
+MongoDB's oplog is capped: it drops its oldest entries as new ones come, and a change stream resumes only from a
+position the oplog still holds. The entries before the needed position go first; written at the pace the window
+(newest - oldest entry) was, they last about as long as they span.
 """
 from __future__ import annotations
 
@@ -120,6 +123,34 @@ def slot_headroom(f: SlotFigures) -> Headroom:
                         "max_slot_wal_keep_size", figures)
     return Headroom(Level.OK, f"{held}; {_bytes(safe)} left of max_slot_wal_keep_size "
                     f"{_bytes(f.max_keep_bytes)}", figures)
+
+
+@dataclass(frozen=True)
+class OplogFigures:
+    server: str
+    needed: tuple[int, int] | None  # the cluster time (s, increment) of the position the task resumes from
+    first: tuple[int, int] | None  # the oldest oplog entry's; None without read access to local.oplog.rs
+    last: tuple[int, int] | None  # the newest one's
+
+
+def oplog_headroom(f: OplogFigures) -> Headroom:
+    if f.first is None or f.last is None:
+        return Headroom(Level.WARN, f"the oplog of {f.server} cannot be read (no access to local.oplog.rs): how long "
+                        "it holds the task's position is unknown; grant the user read on the local database")
+    window = f.last[0] - f.first[0]
+    figures: dict = {"oplog_window_seconds": window}
+    if f.needed is None:
+        return Headroom(Level.OK, f"no position needed yet; the oplog of {f.server} spans {_span(window)}", figures)
+    if f.needed < f.first:
+        return Headroom(Level.LOST, f"the oplog of {f.server} no longer holds position {f.needed} (its oldest "
+                        f"entry is {f.first})", figures, REPLAN_HINT)
+    before = f.needed[0] - f.first[0]
+    figures["oplog_seconds_before_needed"] = before
+    held = f"position {f.needed}: {_span(before)} of the {_span(window)} oplog window of {f.server} go before it"
+    if before <= window * WARN_FRACTION:
+        return Headroom(Level.WARN, f"{held}: run the incremental phase, or grow the oplog (replSetResizeOplog, "
+                        "oplogMinRetentionHours)", figures)
+    return Headroom(Level.OK, held, figures)
 
 
 def _span(seconds: float) -> str:

@@ -16,7 +16,7 @@ CHECK_NAME = "log_headroom"
 def headroom_check(config: TaskConfig) -> dg.AssetChecksDefinition:
     specs = [dg.AssetCheckSpec(CHECK_NAME, asset=asset_key(config.task_id, t),
                                description="How close the task is to losing its log position: retained binlog "
-                                           "files or slot WAL against the server's limit.")
+                                           "files, slot WAL or the oplog window against the server's limit.")
              for t in config.source.table_ids]
 
     # Subsettable: a run that materializes some tables (a backfill's run of one table's splits) carries their checks

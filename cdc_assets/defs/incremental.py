@@ -13,7 +13,7 @@ import dagster as dg
 from cdc_assets.config import TaskConfig, load_config
 from cdc_assets.core.headroom import Level
 from cdc_assets.core.positions import is_before
-from cdc_assets.defs.names import asset_key
+from cdc_assets.defs.names import TASK_TAG, asset_key
 from cdc_assets.defs.resources import CdcTask
 from cdc_assets.engine.headroom import task_headroom
 from cdc_assets.engine.incremental import SyncReport, sync
@@ -25,7 +25,6 @@ from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.savepoints import rollback_mark
 from cdc_assets.errors import CdcError
 
-TASK_TAG = "cdc_assets/incremental_task"  # dagster.yaml holds one run per value
 ACTIVE = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
           dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 

@@ -1,9 +1,13 @@
-"""Names shared by the Dagster objects of a task: asset keys, partition sets, jobs, sensors."""
+"""Names shared by the Dagster objects of a task: asset keys, partition sets, jobs, sensors, the run tag."""
 from __future__ import annotations
 
 import dagster as dg
 
 from cdc_assets.core.tables import TableId
+
+# The tag naming the task of a run that writes its target (sync, reset, savepoint jobs): dagster.yaml's run queue
+# holds one run per value, and a code location of many tasks finds the run's task by it (defs/resources.run_task).
+TASK_TAG = "cdc_assets/incremental_task"
 
 
 def asset_key(task_id: str, table: TableId) -> dg.AssetKey:

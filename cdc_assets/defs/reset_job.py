@@ -8,7 +8,7 @@ from typing import Literal, Optional
 import dagster as dg
 
 from cdc_assets.config import TaskConfig
-from cdc_assets.defs.incremental import TASK_TAG
+from cdc_assets.defs.names import TASK_TAG
 from cdc_assets.defs.resources import CdcTask
 from cdc_assets.core.positions import POSITION_FORMS, parse_position
 from cdc_assets.engine.reset import reset_checkpoint

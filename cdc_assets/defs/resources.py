@@ -8,6 +8,7 @@ from dagster_pyspark import PySparkResource
 from pydantic import PrivateAttr
 
 from cdc_assets.config import TaskConfig, load_config
+from cdc_assets.defs.names import TASK_TAG
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.errors import CdcError
 from cdc_assets.spark.session import spark_settings, start_session, stop_session
@@ -75,8 +76,6 @@ def run_task(run: dg.DagsterRun | None, task_ids: list[str]) -> str:
     serve them all, so that every asset, check and job keeps asking for those two keys): the task of the assets
     or checks it selects (their keys start with the task_id), else its `cdc_assets/incremental_task` tag, else
     the task whose name prefixes its job's name (`<task_id>_incremental`, the longest that fits)."""
-    from cdc_assets.defs.incremental import TASK_TAG  # that module builds on this one
-
     if run is None:
         raise CdcError("a resource of a code location with many tasks was used outside a run",
                        "launch the task's job or materialize its assets")

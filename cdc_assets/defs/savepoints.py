@@ -5,8 +5,7 @@ an incremental run of the same task (the task lease in the target enforces it fo
 import dagster as dg
 
 from cdc_assets.config import TaskConfig
-from cdc_assets.defs.incremental import TASK_TAG
-from cdc_assets.defs.names import asset_key
+from cdc_assets.defs.names import TASK_TAG, asset_key
 from cdc_assets.defs.resources import CdcTask
 from cdc_assets.engine import savepoints
 from cdc_assets.errors import CdcError

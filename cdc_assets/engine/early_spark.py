@@ -26,7 +26,8 @@ class EarlySpark:
             self._up.set()
 
     def _start_and_warm_up(self) -> None:
-        from cdc_assets.spark.session import build_session, stop_session, warm_up_source
+        from cdc_assets.spark.session import build_session, stop_session
+        from cdc_assets.spark.warm_up import warm_up_source
 
         config = self._config
         try:

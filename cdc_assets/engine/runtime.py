@@ -125,7 +125,9 @@ class TaskRuntime:
         if self.parent is not None:
             return self.parent.spark
         if self._spark is None:
-            from cdc_assets.spark.session import build_session, warm_up_source  # Spark starts in seconds: only when reading
+            # Spark starts in seconds: only when reading
+            from cdc_assets.spark.session import build_session
+            from cdc_assets.spark.warm_up import warm_up_source
 
             self._spark, self._owns_spark = build_session(self.config.spark, app_name=f"cdc_assets:{self.config.task_id}")
             if self._owns_spark:
@@ -137,15 +139,14 @@ class TaskRuntime:
         """Whether the snapshot reads the source through Spark JDBC: not where one PostgreSQL target takes the
         source's splits piped into its staging `COPY` (the source's `pipes_copy`), where the JDBC warm-up (the
         driver's classes and a query) would warm a read that never happens."""
-        pipes = getattr(self.source, "pipes_copy", None)
-        return not (len(self.lanes) == 1 and callable(pipes) and pipes(self.lanes[0].sink.target_format()))
+        return not (len(self.lanes) == 1 and self.source.pipes_copy(self.lanes[0].sink.target_format()))
 
     def adopt_spark(self, session, started: bool = False) -> None:
         """Use a session someone else owns (tests, the Dagster resource) instead of starting one; `started`: it is
         new, so its first-job costs are paid here, before the first split's read."""
         self._spark, self._owns_spark = session, False
         if started:
-            from cdc_assets.spark.session import warm_up_source
+            from cdc_assets.spark.warm_up import warm_up_source
 
             warm_up_source(session, self.source, self.snapshot_reads_jdbc)
 

@@ -25,6 +25,7 @@ from cdc_assets.dbapi.jdbc import jdbc_for
 from cdc_assets.dbapi.transaction import transaction
 from cdc_assets.errors import REPLAN_HINT, TableError
 from cdc_assets.sinks import range_read
+from cdc_assets.sinks.image_sql import ImageSql
 from cdc_assets.sinks.move_marks import MoveMarks, applied, newest, point_of
 from cdc_assets.sinks.split_locks import SplitLocks
 
@@ -54,7 +55,10 @@ class SqlSink:
     """A `Sink` over SQL (MySQL, PostgreSQL); each engine fills in the hooks below."""
 
     db_type: str
-    text_type: str
+    text_type: str  # unbounded text: a value carried as text, a document of the cdc_assets_meta tables
+    meta_key_type: str  # a text key of the cdc_assets_meta tables (a task id, a table name), compared exactly
+    supports_savepoints = True
+    images: ImageSql  # its engine's before-image statements (sinks/image_sql.py)
     # Snapshot groups committing at once, each on its own connection. One here: InnoDB's range DELETE takes
     # next-key locks past the range's end, which a neighbouring group's INSERT would wait on (or deadlock).
     concurrent_commits = 1

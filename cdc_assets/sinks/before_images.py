@@ -18,17 +18,13 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from psycopg2.extras import execute_values
-
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.errors import CdcError
-from cdc_assets.sinks.base import SqlSink
+from cdc_assets.sinks.image_sql import EPOCH, PRESENT
 
 META = "cdc_assets_meta"
 SAVEPOINTS = "savepoints"
 ROLLBACKS = "savepoint_rollbacks"
-EPOCH, PRESENT = "_cdc_epoch", "_cdc_present"
-KEYS_PER_STATEMENT = 1000
 
 
 @dataclass(frozen=True)
@@ -40,12 +36,12 @@ class SavepointRow:
 
 
 class BeforeImages:
-    """The savepoint tables of one target, through `sink`'s dialect and connection."""
+    """The savepoint tables of one target, through `sink`'s connection and the before-image SQL it declares
+    (`images`, where it `supports_savepoints`)."""
 
     def __init__(self, sink) -> None:
         self.sink = sink
-        self.supported = isinstance(sink, SqlSink)  # a MongoDB target has no savepoints yet
-        self.mysql = sink.db_type == "mysql"
+        self.supported = sink.supports_savepoints  # a MongoDB target has no savepoints yet
 
     # -- names and DDL (autocommit, outside any transaction)
     def meta(self, name: str) -> str:
@@ -55,16 +51,11 @@ class BeforeImages:
         digest = hashlib.sha256(f"{task_id}|{table}".encode()).hexdigest()[:16]
         return TableId(META, f"before_{digest}")
 
-    def _text_key(self) -> str:
-        if self.mysql:
-            return f"VARCHAR(255) CHARACTER SET utf8mb4 COLLATE {self.sink.key_collation}"
-        return "TEXT"
-
     def ensure_meta(self) -> None:
         if not self.supported:
             raise CdcError(f"savepoints need a MySQL or PostgreSQL target; {self.sink.url} is {self.sink.db_type}",
                            "take a backup of the target collections instead (mongodump), or sync into a SQL target")
-        key, text = self._text_key(), "LONGTEXT" if self.mysql else "TEXT"
+        key, text = self.sink.meta_key_type, self.sink.text_type
         with self.sink.catalog() as cur:
             cur.execute(self.sink.create_namespace_sql(META))
             cur.execute(f"CREATE TABLE IF NOT EXISTS {self.meta(SAVEPOINTS)} (task_id {key} NOT NULL, name {key} NOT NULL, "
@@ -144,36 +135,8 @@ class BeforeImages:
         if not keys:
             return
         target, shadow = self.sink.table_sql(schema.table), self.sink.table_sql(self.shadow(task_id, schema.table))
-        key = schema.primary_key
         names = [c.name for c in schema.columns if c.name in columns]
-        q = self.sink.q
-        col_list = ", ".join(q(n) for n in names)
-        if self.mysql:
-            adapt = {k: f for k in key if (f := self.sink._adapter(schema.column(k))) is not None}
-            params = [tuple(adapt[k](v) if v is not None and k in adapt else v for k, v in zip(key, row)) for row in keys]
-            one = f"({', '.join(['%s'] * len(key))})"
-            key_list = ", ".join(q(k) for k in key)
-            keep = f"ON DUPLICATE KEY UPDATE {q(EPOCH)} = VALUES({q(EPOCH)})"  # keeps the epoch's first image
-            for i in range(0, len(params), KEYS_PER_STATEMENT):
-                chunk = params[i:i + KEYS_PER_STATEMENT]
-                flat = [v for row in chunk for v in row]
-                cur.execute(f"INSERT INTO {shadow} ({q(EPOCH)}, {q(PRESENT)}, {col_list}) SELECT {int(epoch)}, 1, "
-                            f"{col_list} FROM {target} WHERE ({key_list}) IN ({', '.join([one] * len(chunk))}) {keep}",
-                            flat)
-                cur.execute(f"INSERT INTO {shadow} ({q(EPOCH)}, {q(PRESENT)}, {key_list}) VALUES "
-                            f"{', '.join([f'({int(epoch)}, 0, ' + ', '.join(['%s'] * len(key)) + ')'] * len(chunk))} "
-                            f"{keep}", flat)
-            return
-        types = {k: self.sink.column_type(schema.column(k), True) for k in key}
-        values = [f"v.{q(n)}" if n in key else f"t.{q(n)}" for n in names]
-        match = " AND ".join(f"t.{q(k)} = v.{q(k)}" for k in key)
-        execute_values(
-            cur, f"INSERT INTO {shadow} ({q(EPOCH)}, {q(PRESENT)}, {col_list}) "
-                 f"SELECT {int(epoch)}, CASE WHEN t.{q(key[0])} IS NULL THEN 0 ELSE 1 END, {', '.join(values)} "
-                 f"FROM (VALUES %s) AS v({', '.join(q(k) for k in key)}) LEFT JOIN {target} t ON {match} "
-                 f"ON CONFLICT ({', '.join(q(k) for k in (*key, EPOCH))}) DO NOTHING",
-            [tuple(repr(v) if isinstance(v, float) else v for v in row) for row in keys],
-            template="(" + ", ".join(f"CAST(%s AS {types[k]})" for k in key) + ")", page_size=5000)
+        self.sink.images.capture(cur, self.sink, schema, target, shadow, names, keys, epoch)
 
     def restore(self, cur, task_id: str, schema: TableSchema, columns: list[str], epoch: int) -> int:
         """Put back every key imaged in `epoch` or later as its oldest such image; drop those images. The keys
@@ -202,14 +165,7 @@ class BeforeImages:
         shadow = self.sink.table_sql(self.shadow(task_id, table))
         q = self.sink.q
         rest = ", ".join(q(c) for c in columns if c not in (EPOCH,))
-        conflict = (f"ON DUPLICATE KEY UPDATE {q(EPOCH)} = {shadow}.{q(EPOCH)}" if self.mysql else
-                    f"ON CONFLICT ({', '.join(q(k) for k in (*key, EPOCH))}) DO NOTHING")
-        if self.mysql:  # MySQL cannot insert into a table it selects from: through a derived table
-            cur.execute(f"INSERT INTO {shadow} ({q(EPOCH)}, {rest}) SELECT {int(into)}, {rest} FROM "
-                        f"(SELECT {rest} FROM {shadow} WHERE {q(EPOCH)} = %s) AS later {conflict}", (epoch,))
-        else:
-            cur.execute(f"INSERT INTO {shadow} ({q(EPOCH)}, {rest}) SELECT {int(into)}, {rest} FROM {shadow} "
-                        f"WHERE {q(EPOCH)} = %s {conflict}", (epoch,))
+        self.sink.images.merge_epoch(cur, self.sink, shadow, key, rest, epoch, into)
         cur.execute(f"DELETE FROM {shadow} WHERE {q(EPOCH)} = %s", (epoch,))
 
     def drop_epochs(self, cur, task_id: str, table: TableId, below: int) -> None:

@@ -64,12 +64,11 @@ class MoveMarks:
     def ensure(self) -> None:
         if self.ready:
             return
-        q, mysql = self.sink.q, self.sink.db_type == "mysql"
-        key = f"VARCHAR(255) CHARACTER SET utf8mb4 COLLATE {self.sink.key_collation}" if mysql else "TEXT"
+        q, key = self.sink.q, self.sink.meta_key_type
         with self.sink.catalog() as cur:
             cur.execute(self.sink.create_namespace_sql(META))
             cur.execute(f"CREATE TABLE IF NOT EXISTS {self._table()} ({q('target_table')} {key} NOT NULL, "
-                        f"{q('point')} {'LONGTEXT' if mysql else 'TEXT'} NOT NULL, PRIMARY KEY ({q('target_table')}))")
+                        f"{q('point')} {self.sink.text_type} NOT NULL, PRIMARY KEY ({q('target_table')}))")
         self.ready = True
 
     def read(self, cursor, table: TableId) -> MovePoint | None:

@@ -11,6 +11,7 @@ from cdc_assets.dbapi.mysql_flavour import MysqlFlavour, detect
 from cdc_assets.errors import TableError
 from cdc_assets.sinks.array_json import array_json
 from cdc_assets.sinks.base import Moves, SqlSink
+from cdc_assets.sinks.image_sql import MysqlImageSql
 
 DELETE_CHUNK = 1000  # keys per DELETE ... IN (...)
 STAGING_ROW = "_cdc_row"
@@ -27,6 +28,7 @@ class MysqlSink(SqlSink):
     db_type = "mysql"
     text_type = "LONGTEXT"
     column_type_sql = "COLUMN_TYPE"
+    images = MysqlImageSql()
 
     def __init__(self, url: DbUrl, source_db_type: str, write_batch_size: int = 50_000) -> None:
         super().__init__(url, source_db_type, write_batch_size)
@@ -59,6 +61,10 @@ class MysqlSink(SqlSink):
     def key_collation(self) -> str:
         """Binary and NO PAD: MySQL 8's utf8mb4_0900_bin, MariaDB's utf8mb4_nopad_bin (utf8mb4_bin pads)."""
         return self.flavour.nopad_binary_collation
+
+    @property
+    def meta_key_type(self) -> str:
+        return f"VARCHAR(255) CHARACTER SET utf8mb4 COLLATE {self.key_collation}"
 
     def staging_columns(self, transports: tuple[Transport, ...], key: tuple[str, ...]) -> list[str]:
         """A primary key of its own, so that sql_require_primary_key (MySQL) and innodb_force_primary_key

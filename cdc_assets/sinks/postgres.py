@@ -17,6 +17,7 @@ from cdc_assets.dbapi.connect import postgres_args
 from cdc_assets.errors import NulInText, TableError
 from cdc_assets.sinks.base import Moves, SqlSink
 from cdc_assets.sinks.copy_rows import COPY_MIN_ROWS, NotCopied, column_renderer, copy_columns, copy_lines, stage
+from cdc_assets.sinks.image_sql import PostgresImageSql
 from cdc_assets.sinks.postgres_types import kind_to_postgres, unconstrained_types
 
 PAGE_ROWS = 5000  # rows per statement
@@ -24,7 +25,8 @@ PAGE_BYTES = 64 << 20  # rough text size per statement: far below PostgreSQL's 1
 
 class PostgresSink(SqlSink):
     db_type = "postgres"
-    text_type = "text"
+    text_type = meta_key_type = "text"  # a text key compares byte for byte: a database's collation is deterministic
+    images = PostgresImageSql()
     # Groups' ranges are disjoint and PostgreSQL locks rows, not gaps: two merges run side by side, so the second
     # core works while the last reads' commits would otherwise queue behind one backend.
     concurrent_commits = 2
@@ -87,8 +89,7 @@ class PostgresSink(SqlSink):
         return super().column_capacities(table, fresh)
 
     def alter_column_sql(self, table: TableId, column: Column) -> str:
-        column_sql = f"{self.q(column.name)} TYPE {self.column_type(column, False)}"
-        return f"ALTER TABLE {self.table_sql(table)} ALTER COLUMN {column_sql}"
+        return f"ALTER TABLE {self.table_sql(table)} ALTER COLUMN {self.q(column.name)} TYPE {self.column_type(column, False)}"
 
     def _casts(self, cursor, schema: TableSchema, types: dict[str, str]) -> dict[str, str]:
         """The type each log value is cast to: the target column's own type (its catalog, as `column_capacities`

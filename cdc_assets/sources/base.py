@@ -48,6 +48,12 @@ class SqlSource:
         its type on the target."""
         raise NotImplementedError
 
+    def pipes_copy(self, target: TargetFormat) -> bool:
+        return False  # an engine with a pipe into a PostgreSQL target's COPY says when it takes it
+
+    def jdbc_endpoint(self) -> JdbcEndpoint | None:
+        return self.jdbc()
+
     def exact_key(self, column: Column) -> bool:
         """Whether `present_keys` must compare this key column byte for byte (its collation would not)."""
         return False

@@ -19,7 +19,7 @@ from cdc_assets.errors import LoginError
 from cdc_assets.sources.mysql.stream import READER_EVENTS, fetch, open_stream
 from cdc_assets.sources.mysql.stream_start import FIRST_EVENT_OFFSET
 from cdc_assets.spark.errors import root_cause
-from cdc_assets.spark.session import warm_up
+from cdc_assets.spark.warm_up import warm_up
 from cdc_assets_tests.mysql8_handshake import Mysql8Server, tls_files
 
 USER, PASSWORD, WRONG = "cdc", "Sha2-s3cret!", "Wrong-pw-42"

@@ -110,7 +110,8 @@ def test_failed_split_stays_unmaterialized_until_rerun(tmp_path, servers, unique
 
 
 def test_incremental_sensor_waits_for_every_split_then_launches_once(tmp_path, servers, unique_name, spark):
-    from cdc_assets.defs.incremental import TASK_TAG, job_name
+    from cdc_assets.defs.incremental import job_name
+    from cdc_assets.defs.names import TASK_TAG
 
     path, src, target = setup_task(tmp_path, servers, unique_name)
     config = load_config(path)

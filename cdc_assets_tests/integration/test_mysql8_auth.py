@@ -23,7 +23,7 @@ from cdc_assets.dbapi.jdbc import mysql_jdbc
 from cdc_assets.errors import LoginError
 from cdc_assets.sources.mysql.stream import fetch, open_stream
 from cdc_assets.sources.mysql.stream_start import FIRST_EVENT_OFFSET
-from cdc_assets.spark.session import warm_up
+from cdc_assets.spark.warm_up import warm_up
 from cdc_assets_tests.support import MYSQL8_URL, mysql8
 
 pytestmark = mysql8

@@ -5,6 +5,7 @@ import pytest
 
 from cdc_assets.engine import early_spark
 from cdc_assets.spark import session as spark_session
+from cdc_assets.spark import warm_up as spark_warm_up
 
 
 class Runtime:
@@ -32,7 +33,7 @@ def started(monkeypatch):
             raise RuntimeError("login refused")
 
     monkeypatch.setattr(spark_session, "build_session", lambda spark, app_name: (session, True))
-    monkeypatch.setattr(spark_session, "warm_up_source", warm_up)
+    monkeypatch.setattr(spark_warm_up, "warm_up_source", warm_up)
     monkeypatch.setattr(spark_session, "stop_session", state["stopped"].append)
     monkeypatch.setattr(early_spark, "TaskRuntime", Runtime)
     monkeypatch.setattr(Runtime, "reads_jdbc", False)

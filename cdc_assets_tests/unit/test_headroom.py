@@ -1,5 +1,6 @@
 """The headroom decision: figures -> ok / warn / lost, each with a text a person can act on."""
-from cdc_assets.core.headroom import BinlogFigures, Level, SlotFigures, binlog_headroom, slot_headroom
+from cdc_assets.core.headroom import (BinlogFigures, Level, OplogFigures, SlotFigures, binlog_headroom, oplog_headroom,
+                                      slot_headroom)
 
 FILES = ("bin.000003", "bin.000004", "bin.000005")
 DAY = 86400
@@ -73,3 +74,30 @@ def test_invalidated_or_missing_slot_is_lost_with_the_way_out():
 def test_slot_without_a_limit_is_ok_and_says_the_disk_is_the_limit():
     h = slot(max_keep_bytes=None, safe_bytes=None, wal_status="extended")
     assert h.level is Level.OK and "only the disk" in h.text
+
+
+def oplog(needed=(1000 + 6 * 3600, 1), first=(1000, 1), last=(1000 + 8 * 3600, 5)):
+    return oplog_headroom(OplogFigures("mongodb://rs0", needed, first, last))
+
+
+def test_oplog_holding_the_position_with_most_of_its_window_before_it_is_ok_and_says_how_much():
+    h = oplog()
+    assert h.level is Level.OK and h.figures["oplog_seconds_before_needed"] == 6 * 3600
+    assert h.figures["oplog_window_seconds"] == 8 * 3600 and "6.0 hours of the 8.0 hours oplog window" in h.text
+
+
+def test_oplog_about_to_drop_the_position_warns_what_to_do():
+    h = oplog(needed=(1000 + 3600, 0))
+    assert h.level is Level.WARN and "1.0 hours" in h.text and "replSetResizeOplog" in h.text
+
+
+def test_oplog_past_the_position_is_lost_with_the_way_out_even_within_one_second():
+    h = oplog(needed=(1000, 0))  # the oldest entry is (1000, 1): the position's own entry is gone
+    assert h.level is Level.LOST and "plan --replan" in h.way_out
+    assert oplog(needed=(1000, 1)).level is Level.WARN  # the oldest entry itself is still there
+
+
+def test_oplog_before_any_position_or_unreadable_says_so():
+    assert oplog(needed=None).level is Level.OK
+    unreadable = oplog_headroom(OplogFigures("mongodb://rs0", (5000, 0), None, None))
+    assert unreadable.level is Level.WARN and "local.oplog.rs" in unreadable.text

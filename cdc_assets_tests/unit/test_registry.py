@@ -1,8 +1,9 @@
 """The registry names what it cannot serve instead of falling through to another engine."""
 import pytest
 
+from cdc_assets.core.boundary import Log, Sink, SnapshotSource
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.engine.registry import sink_factory, source_engine
+from cdc_assets.engine.registry import SINKS, SOURCES, sink_factory, source_engine
 from cdc_assets.errors import ConfigError
 from cdc_assets.sinks.mongodb.sink import MongoSink
 from cdc_assets.sinks.postgres import PostgresSink
@@ -34,3 +35,17 @@ def test_a_refused_url_never_shows_its_password():
     with pytest.raises(ConfigError) as raised:
         sink_factory(url.db_type + "x")
     assert "secret" not in str(raised.value) + raised.value.hint
+
+
+@pytest.mark.parametrize("protocol, classes", [
+    (SnapshotSource, [engine.snapshot for engine in SOURCES.values()]),
+    (Log, [engine.log for engine in SOURCES.values()]),
+    (Sink, list(SINKS.values())),
+], ids=["SnapshotSource", "Log", "Sink"])
+def test_every_engine_declares_every_member_of_its_protocol(protocol, classes):
+    """The engine asks what a protocol declares and never probes (test_architecture.py): so every registered class
+    has every method and capability of its protocol itself, a MongoDB one too (`pipes_copy`, `jdbc_endpoint`,
+    `supports_savepoints`). `url` is each instance's own."""
+    members = {n for n in [*protocol.__annotations__, *vars(protocol)] if not n.startswith("_")} - {"url"}
+    missing = {cls.__name__: sorted(n for n in members if not hasattr(cls, n)) for cls in classes}
+    assert {name: gaps for name, gaps in missing.items() if gaps} == {}

@@ -80,6 +80,7 @@ class MongoSink:
     db_type = "mongo"
     dialect = "mongo"
     concurrent_commits = 1  # one session's transactions
+    supports_savepoints = False  # no before-images yet: a backup of the collections instead
     splits_per_slot = 1  # a group is one transaction, which MongoDB aborts after 60 s (docs/connectors/mongodb-target.md)
 
     def __init__(self, url: DbUrl, source_db_type: str, write_batch_size: int | None = None) -> None:

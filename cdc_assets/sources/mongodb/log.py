@@ -23,6 +23,7 @@ from pymongo import MongoClient
 
 from cdc_assets.core.boundary import LogItem
 from cdc_assets.core.events import Idle
+from cdc_assets.core.headroom import Headroom, OplogFigures, oplog_headroom
 from cdc_assets.core.positions import MongoPosition
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
@@ -85,6 +86,18 @@ class MongoLog:
                 return server.position_at_time(client, [], (int(moment.timestamp()), 0))
         finally:
             client.close()
+
+    def headroom(self, needed: MongoPosition | None) -> Headroom:
+        """How close the oplog is to dropping `needed` (core/headroom.oplog_headroom): nothing is held for the task."""
+        client = self._client()
+        try:
+            with server.reachable(self.url, self.url.password or ""):
+                span = server.oplog_span(client)
+        finally:
+            client.close()
+        first, last = ((span[0].time, span[0].inc), (span[1].time, span[1].inc)) if span else (None, None)
+        return oplog_headroom(OplogFigures(str(self.url), needed.cluster_time if needed is not None else None,
+                                           first, last))
 
     def distance(self, a: MongoPosition, b: MongoPosition) -> int:
         """Seconds of cluster time from `a` to `b` (0 when `b` is not after `a`) -- not bytes: a resume token says

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pymongo import MongoClient
 
 from cdc_assets.core.boundary import RowExport, TargetFormat
+from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.positions import MongoPosition
 from cdc_assets.core.splits import KeyRange, Split, SplitPlan
 from cdc_assets.core.tables import TableId, TableSchema
@@ -105,6 +106,12 @@ class MongoSource:
             if (t.db_type, t.rows) not in made:
                 made[(t.db_type, t.rows)] = self.export(plan, schema, splits, t)
         return [made[(t.db_type, t.rows)] for t in targets]
+
+    def pipes_copy(self, target: TargetFormat) -> bool:
+        return False  # Spark tasks read with pymongo, whatever the target
+
+    def jdbc_endpoint(self) -> JdbcEndpoint | None:
+        return None  # no JDBC driver reads MongoDB
 
     def explain_failure(self, schema: TableSchema, export: RowExport, error: Exception) -> CdcError | None:
         return explain(schema.table, self.url.password or "", str(error))
