@@ -74,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     reset.add_argument("--to", required=True, choices=["latest", "earliest", "position"],
                        help="latest: the source's log end (skips); earliest: the oldest position the source keeps "
                             "(replays); position: the one given after it")
+    reset.add_argument("--target", action="append", help="only this target (repeatable; default: every target)")
     reset.add_argument("position", nargs="?", help="with --to position: mysql-bin.000004:4663, 0/16B3748, or "
                                                    "a position's JSON as position.log shows it")
     reset.set_defaults(func=cmd_reset)
@@ -267,7 +268,7 @@ def cmd_reset(args) -> int:
     import socket
 
     from cdc_assets.core.positions import parse_position
-    from cdc_assets.engine.reset import reset_checkpoint
+    from cdc_assets.engine.reset import reset_targets
     from cdc_assets.engine.runtime import TaskRuntime
 
     config, _ = _config(args)
@@ -277,11 +278,11 @@ def cmd_reset(args) -> int:
     position = parse_position(args.position, config.source.db_type) if args.position else None
     runtime = TaskRuntime(config)
     try:
-        result = reset_checkpoint(runtime, args.to, f"{getpass.getuser()}@{socket.gethostname()} (cdc-assets reset)",
-                                  position)
+        results = reset_targets(runtime, args.to, f"{getpass.getuser()}@{socket.gethostname()} (cdc-assets reset)",
+                                position, args.target)
     finally:
         runtime.close()
-    for line in result.lines():
+    for line in (line for result in results for line in result.lines()):
         print(line)
     return 0
 

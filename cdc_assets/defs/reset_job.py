@@ -11,7 +11,7 @@ from cdc_assets.config import TaskConfig
 from cdc_assets.defs.names import TASK_TAG
 from cdc_assets.defs.resources import CdcTask
 from cdc_assets.core.positions import POSITION_FORMS, parse_position
-from cdc_assets.engine.reset import reset_checkpoint
+from cdc_assets.engine.reset import reset_targets
 from cdc_assets.errors import CdcError
 
 
@@ -22,6 +22,7 @@ def reset_job_name(task_id: str) -> str:
 class ResetConfig(dg.Config):
     to: Literal["latest", "earliest", "position"]
     position: Optional[str] = None  # with to: position
+    targets: list[str] = []  # the targets whose checkpoints move; empty: every target
 
 
 def reset_job(config: TaskConfig) -> dg.JobDefinition:
@@ -39,13 +40,17 @@ def reset_job(config: TaskConfig) -> dg.JobDefinition:
             position = parse_position(config.position, runtime.config.source.db_type) if config.position else None
             user = context.run.tags.get("dagster/user", "")
             by = f"dagster run {context.run_id}" + (f" ({user})" if user else "")
-            result = reset_checkpoint(runtime, config.to, by, position)
+            results = reset_targets(runtime, config.to, by, position, config.targets or None)
         except CdcError as exc:
             raise dg.Failure(description=str(exc), allow_retries=False) from None
-        context.log.warning(result.warning)
-        for line in result.lines()[:2]:
-            context.log.info(line)
+        for result in results:
+            context.log.warning(result.warning)
+            for line in result.lines()[:2]:
+                context.log.info(line)
+        result = results[0]
         return dg.Output(None, metadata={
+            "checkpoints": dg.MetadataValue.md("\n".join(f"- {r.task_id}: {r.before} -> {r.after} ({r.effect})"
+                                                          for r in results)),
             "from": dg.MetadataValue.text(str(result.before)), "to": dg.MetadataValue.text(str(result.after)),
             "reset_to": dg.MetadataValue.text(result.to), "effect": dg.MetadataValue.text(result.effect),
             "log_bytes": dg.MetadataValue.int(-1 if result.log_bytes is None else result.log_bytes),

@@ -8,6 +8,11 @@ written in one transaction of the position store (with `from_target`, of the tar
 checkpoint or the new one, never a third, and the record exists exactly when the new checkpoint does. The log is
 not touched (no slot is advanced), so a crash before the commit loses nothing the old checkpoint needs.
 
+With several targets, each target's checkpoint is moved to the same position, target after target, each in its
+own position store (`reset_targets`): a crash between two leaves the ones done at the new position and the others
+at their old one, each consistent with its target; running the same reset again finishes it (a `position` or
+`earliest` reset moves the done ones nowhere).
+
 A running sync of the same task would write its own checkpoint over the reset: stop it first. The Dagster reset
 job carries the incremental job's run-queue tag, so the queue never runs it beside an incremental run.
 """
@@ -32,7 +37,7 @@ ResetTo = Literal["latest", "earliest", "position"]
 
 @dataclass(frozen=True)
 class ResetResult:
-    task_id: str
+    task_id: str  # whose checkpoint: the task's, `<task>.<target>` for a target after the first
     to: ResetTo
     before: Position
     after: Position
@@ -49,21 +54,37 @@ class ResetResult:
 
 
 def reset_checkpoint(rt: TaskRuntime, to: ResetTo, by: str, position: Position | None = None) -> ResetResult:
-    """Move the checkpoint; see the module docstring. Raises PositionLost for a position the log no longer has."""
+    """Move the checkpoint of a task with one target; see the module docstring."""
     rt.one_target("a reset")
+    [result] = reset_targets(rt, to, by, position)
+    return result
+
+
+def reset_targets(rt: TaskRuntime, to: ResetTo, by: str, position: Position | None = None,
+                  targets: list[str] | None = None) -> list[ResetResult]:
+    """Move the checkpoint of each target named (default every one) to one position; see the module docstring.
+    Raises PositionLost for a position the log no longer has."""
+    lanes = rt.lanes_named(targets)
     with task_lease(rt.config, "reset", owner=rt):
-        return _reset(rt, to, by, position)
+        for lane in lanes:  # each must have a checkpoint before any moves
+            _checkpoint(lane)
+        after = _target(rt, to, position)
+        return [_reset(lane, to, by, after) for lane in lanes]
 
 
-def _reset(rt: TaskRuntime, to: ResetTo, by: str, position: Position | None) -> ResetResult:
-    task_id, resumer = rt.config.task_id, rt.resumer
-    checkpoint = resumer.checkpoint()
+def _checkpoint(rt: TaskRuntime) -> Checkpoint:
+    checkpoint = rt.resumer.checkpoint()
     if checkpoint is None:
-        raise PlanError(f"task {task_id} has no checkpoint yet: its log phase has not started, there is nothing "
-                        "to reset",
+        raise PlanError(f"task {rt.position_key} has no checkpoint yet: its log phase has not started, there is "
+                        "nothing to reset",
                         "where a task starts is pipeline.startup_mode's (initial | latest | earliest | timestamp | "
                         "position, used only without a checkpoint); run its first sync, then reset")
-    after = _target(rt, to, position)
+    return checkpoint
+
+
+def _reset(rt: TaskRuntime, to: ResetTo, by: str, after: Position) -> ResetResult:
+    task_id, resumer = rt.position_key, rt.resumer
+    checkpoint = _checkpoint(rt)
     before = checkpoint.position
     effect, log_bytes, warning = _effect(rt, before, after)
     at = now_text()
