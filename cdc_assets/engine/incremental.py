@@ -8,9 +8,10 @@ batch, which the upsert makes harmless (at-least-once, exact final state).
 
 A sync is a loop of sessions (one reader connection each): a schema change, a table joining, or a target that
 answers again ends one with `Restart`, an unreachable source or target with a retry after a backoff. A session
-reads from the earliest lane's checkpoint and hands each item to every lane still applying (engine/lanes.py);
-a lane (engine/lane.py) skips what its target holds (core/skip_filter.py), batches, and hands its commits to its
-target applier (engine/target_applier.py). The log is released up to the earliest lane still applying.
+reads from the earliest lane's checkpoint and hands each item to every lane still applying
+(engine/target_lanes.py); a lane (engine/lane.py) skips what its target holds (core/skip_filter.py), batches,
+and hands its commits to its target applier (engine/target_applier.py). The log is released up to the earliest
+lane still applying.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from cdc_assets.core.positions import Position, is_before
 from cdc_assets.core.read_limit import ChangePacer
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.interpreter import applying_the_log
-from cdc_assets.engine.lanes import Lanes
+from cdc_assets.engine.target_lanes import TargetLanes
 from cdc_assets.engine.log_start import check_capture
 from cdc_assets.engine.membership import release_bound
 from cdc_assets.engine.prefetch import prefetch
@@ -94,7 +95,7 @@ class _Session:
     def __init__(self, rt: TaskRuntime, report: SyncReport, stop: threading.Event,
                  on_batch: Callable[[SyncReport], None] | None) -> None:
         self.rt, self.report, self.stop = rt, report, stop
-        self.lanes = Lanes(rt, report, stop, on_batch, self.acknowledge)
+        self.lanes = TargetLanes(rt, report, stop, on_batch, self.acknowledge)
         self.start = self.lanes.start
         self.schemas: dict[TableId, TableSchema] = {}
         for lane in sorted(self.lanes, key=lambda lane: 0 if lane.position == self.start else 1):

@@ -59,7 +59,7 @@ class TargetApplier:
         self.rt, self.checkpoint, self.report = rt, checkpoint, report
         self.acknowledge = acknowledge  # the checkpoint moved: the log may be released further
         self.on_batch = on_batch
-        self.pacer: ChangePacer | None = None  # pipeline.read_limit; one lane of a session paces (engine/lanes.py)
+        self.pacer: ChangePacer | None = None  # pipeline.read_limit: one lane paces a session (engine/target_lanes.py)
         self.pipeline = rt.config.pipeline
         self.horizons = snapshot_horizons(rt)
         self.images = ImageWriter(rt)  # before-images while a savepoint exists

@@ -25,7 +25,7 @@ from cdc_assets.errors import CdcError, PlanError, PositionLost, UnreachableErro
 log = logging.getLogger("cdc_assets.incremental")
 
 
-class Lanes:
+class TargetLanes:
     def __init__(self, rt: TaskRuntime, report: SyncReport, stop: threading.Event, on_batch: Callable | None,
                  acknowledge: Callable[[], None]) -> None:
         self.rt, self.report, self.policy = rt, report, rt.policy
