@@ -150,7 +150,7 @@ class PipelineConfig(_Model):
     checkpoint_interval_secs: float = Field(10.0, gt=0)
     """A batch ends (always at a transaction end) after this many seconds."""
     # A batch ends once the reader has nothing read ahead and this long has passed since the previous batch: a
-    # followed log is committed as it comes, a backlog still fills batches (engine/incremental.py, _Lane.step).
+    # followed log is committed as it comes, a backlog still fills batches (engine/lane.py, Lane.step).
     max_batch_delay_ms: float = Field(20.0, ge=0)
     """A batch also ends once the reader has nothing more read ahead and this long has passed since the previous batch.
 """

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import logging
 from contextlib import ExitStack
-from dataclasses import dataclass, field
-
-from cdc_assets.core.events import RowChange
 
 log = logging.getLogger("cdc_assets.incremental")
 
@@ -27,23 +24,3 @@ class TargetTransaction:
             self._scope.__exit__(RuntimeError, reason, None)
         except Exception as exc:  # a lost connection: the server rolls the transaction back itself
             log.warning("rolling back the target transaction failed (%s); the server drops it with the connection", exc)
-
-
-@dataclass
-class Tally:
-    """What applied changes amount to, added to the report once their transaction committed."""
-
-    events: int = 0
-    rows: int = 0
-    per_table: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0  # applying parts in the target, before the commit
-
-
-@dataclass
-class Parts:
-    """The transaction arriving in parts: applied in `target`, or `held` whole while the exactly-once filter
-    still needs its end."""
-
-    target: TargetTransaction | None
-    held: list[RowChange] | None
-    tally: Tally = field(default_factory=Tally)

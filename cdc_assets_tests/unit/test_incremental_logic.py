@@ -1,15 +1,15 @@
-"""Pure logic of the incremental phase: compaction by key, the exactly-once filter, DDL classification."""
-from types import SimpleNamespace
-
+"""Pure logic of the incremental phase: compaction by key, the skip filter (exactly-once, tables ahead, a lane's
+checkpoint), transactions in parts, what a batch may replay of the snapshot."""
 import pytest
 
-from cdc_assets.core.batches import Move, ShortInsert, compact, split_key_change
-from cdc_assets.core.events import Op, RowChange
+from cdc_assets.core.batches import Move, ShortInsert, TableChanges, compact, split_key_change
+from cdc_assets.core.events import Idle, Op, RowChange, Transaction, TransactionPart
 from cdc_assets.core.positions import MysqlPosition, PgPosition
+from cdc_assets.core.skip_filter import SkipFilter
 from cdc_assets.core.splits import SplitPlan
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
-from cdc_assets.core.watermarks import TableWatermarks
-from cdc_assets.engine.incremental import _Lane
+from cdc_assets.core.transaction_parts import Tally, TransactionInParts
+from cdc_assets.core.watermarks import TableWatermarks, batch_start, replaying_until
 
 T = TableId("shop", "t")
 SCHEMA = TableSchema(T, (Column("id", Kind.INT, "int"), Column("a", Kind.STRING, "text"), Column("b", Kind.INT, "int")),
@@ -143,9 +143,9 @@ def test_a_batch_past_the_snapshot_horizon_replays_nothing_it_read():
     """`replaying_until` (the table's largest split high watermark) goes with a batch only while the batch may
     replay changes the snapshot read: a batch whose first change lies after it gets None, so a sink may take the
     fresh rows' short way (sinks/postgres.py) and no move is judged against the snapshot."""
-    lane = SimpleNamespace(horizons={T: MysqlPosition("b.000001", 900, server="1")})
-    until = lambda table, first: _Lane._replaying_until(lane, table, first)  # noqa: E731
-    horizon = lane.horizons[T]
+    horizons = {T: MysqlPosition("b.000001", 900, server="1")}
+    until = lambda table, first: replaying_until(horizons, table, first)  # noqa: E731
+    horizon = horizons[T]
     assert until(T, MysqlPosition("b.000001", 500, server="1")) == horizon
     assert until(T, MysqlPosition("b.000001", 900, server="1")) == horizon  # at the horizon: the snapshot may hold it
     assert until(T, MysqlPosition("b.000001", 901, server="1")) is None
@@ -158,14 +158,112 @@ def test_a_batch_past_the_snapshot_horizon_replays_nothing_it_read():
 def test_a_part_not_positioned_yet_is_judged_by_its_floor():
     """A PostgreSQL transaction part's changes get their position at the commit, which lies after the part's floor:
     the floor tells whether the part may replay what the snapshot read. Positioned changes go by their own."""
-    lane = SimpleNamespace(schemas={T: SCHEMA}, horizons={T: PgPosition(1000)}, pacer=None, _parts=None,
-                           position=PgPosition(1),
-                           rt=SimpleNamespace(sink=SimpleNamespace(prepare_changes=lambda schema, changes: None,
-                                                                   column_capacities=lambda table: {})))
-    lane._replaying_until = lambda table, first: _Lane._replaying_until(lane, table, first)
+    horizons = {T: PgPosition(1000)}
+    until = lambda changes, floor=None: replaying_until(horizons, T, batch_start(changes, floor))  # noqa: E731
     unpositioned = [change(Op.INSERT, 1, {"id": 1, "a": "x", "b": 1})]
-    assert _Lane._prepare(lane, unpositioned, PgPosition(1001))[T].replaying_until is None
-    assert _Lane._prepare(lane, unpositioned, PgPosition(999))[T].replaying_until == PgPosition(1000)
-    assert _Lane._prepare(lane, unpositioned)[T].replaying_until == PgPosition(1000)
+    assert until(unpositioned, PgPosition(1001)) is None
+    assert until(unpositioned, PgPosition(999)) == PgPosition(1000)
+    assert until(unpositioned) == PgPosition(1000)
     positioned = [RowChange(T, Op.INSERT, (1,), {"id": 1, "a": "x", "b": 1}, position=PgPosition(999))]
-    assert _Lane._prepare(lane, positioned, PgPosition(1001))[T].replaying_until == PgPosition(1000)
+    assert until(positioned, PgPosition(1001)) == PgPosition(1000)
+    assert batch_start([], None) is None
+
+
+U = TableId("shop", "u")
+SCHEMAS = {T: SCHEMA, U: TableSchema(U, (Column("k", Kind.INT, "int"),), ("k",))}
+
+
+def tx(end, *changes):
+    return Transaction(list(changes), PgPosition(end), commit_time=5.0, xid=end)
+
+
+def row(table, key):
+    return RowChange(table, Op.INSERT, (key,), {"id" if table == T else "k": key})
+
+
+def test_a_lane_behind_the_session_skips_up_to_its_own_checkpoint():
+    """The session reads from an earlier lane's checkpoint: this lane drops every item up to its own, then takes
+    the log as the others do; its tables count as ahead up to its checkpoint meanwhile."""
+    skip = SkipFilter({U: PgPosition(300)}, {})
+    skip.behind(PgPosition(100), PgPosition(200), SCHEMAS)
+    assert skip.ahead == {T: PgPosition(200), U: PgPosition(300)}
+    assert skip.applied_before(tx(150, row(T, 1))) and skip.applied_before(tx(200, row(T, 1)))
+    assert skip.applied_before(Idle(PgPosition(200))) and not skip.applied_before(Idle(None))
+    assert not skip.applied_before(TransactionPart([row(T, 1)], PgPosition(190)))  # a part has no position
+    assert skip.floor == PgPosition(200)
+    assert not skip.applied_before(Idle(PgPosition(250))) and skip.floor == PgPosition(200)
+    assert not skip.applied_before(tx(201, row(T, 1))) and skip.floor is None  # past it: as the others
+    assert not skip.applied_before(tx(150, row(T, 1)))
+
+
+def test_a_lane_at_the_session_start_skips_nothing_for_its_checkpoint():
+    skip = SkipFilter({}, {})
+    skip.behind(PgPosition(200), PgPosition(200), SCHEMAS)
+    assert skip.floor is None and skip.ahead == {} and not skip.applied_before(tx(100, row(T, 1)))
+    assert skip.keep(tx(100, row(T, 1)), SCHEMAS) == (tx(100, row(T, 1)), 0)
+
+
+def test_tables_ahead_skip_what_they_applied_until_the_log_is_past_them():
+    skip = SkipFilter({U: PgPosition(300)}, {})
+    kept, skipped = skip.keep(tx(250, row(T, 1), row(U, 1), row(U, 2)), SCHEMAS)
+    assert kept.changes == [row(T, 1)] and skipped == 2
+    assert (kept.end, kept.commit_time, kept.xid) == (PgPosition(250), 5.0, 250)
+    assert skip.may_skip(PgPosition(299)) and not skip.may_skip(PgPosition(300))
+    assert skip.keep(tx(300, row(U, 3)), SCHEMAS) == (tx(300), 1)  # at its position: applied already
+    assert skip.ahead == {}  # the log is past it
+    whole = tx(301, row(U, 4))
+    assert skip.keep(whole, SCHEMAS) == (whole, 0)
+
+
+def test_a_checkpoint_forgets_the_tables_it_passed():
+    skip = SkipFilter({T: PgPosition(300), U: PgPosition(500)}, {})
+    skip.passed(PgPosition(300))
+    assert skip.ahead == {U: PgPosition(500)}
+
+
+def test_exactly_once_skips_what_the_snapshot_holds_key_by_key():
+    """Each change is judged by its split's high watermark at its transaction's end; a key change counts as the
+    delete of its old key and the insert of its new one; past the largest high watermark nothing is skipped."""
+    plan = SplitPlan(T, "id", "int", (100,), (1, 1), "now")
+    skip = SkipFilter({}, {T: TableWatermarks(plan, {0: PgPosition(500), 1: PgPosition(900)})})
+    assert skip.may_skip(PgPosition(899)) and not skip.may_skip(PgPosition(900))
+    move = change(Op.UPDATE, 150, {"id": 150, "a": "m", "b": 0}, {"id": 50, "a": "m", "b": 0})
+    kept, skipped = skip.keep(tx(600, row(T, 50), row(T, 150), move, row(U, 1)), SCHEMAS)
+    assert [(c.op, c.key) for c in kept.changes] == [(Op.INSERT, (50,)), (Op.DELETE, (50,)), (Op.INSERT, (1,))]
+    assert skipped == 2  # 150 twice: its split's high watermark 900 is after 600
+    assert skip.watermarks  # not past 900 yet
+    untouched = tx(700, row(U, 2))
+    assert skip.keep(untouched, SCHEMAS) == (untouched, 0)  # nothing skipped: the transaction as it came
+    assert skip.keep(tx(900, row(T, 150)), SCHEMAS) == (tx(900), 1)  # at the high watermark: held
+    assert skip.watermarks == {} and not skip.may_skip(PgPosition(10))  # past the largest: plain log mode
+    plain = tx(901, row(T, 150))
+    assert skip.keep(plain, SCHEMAS) == (plain, 0)
+
+
+def test_a_transaction_in_parts_is_applied_part_by_part():
+    parts = TransactionInParts(holding=False)
+    first, second = [row(T, 1), row(T, 2)], [row(T, 3)]
+    assert not parts.holding
+    assert parts.take(TransactionPart(first, PgPosition(10))) == first
+    assert parts.take(TransactionPart(second, PgPosition(10))) == second
+    end = tx(20, row(T, 4))
+    assert parts.end(end) is end  # the rest: its own changes, applied with the commit
+    assert (parts.tally.transactions, parts.tally.commit_time) == (1, 5.0)
+
+
+def test_a_transaction_in_parts_is_held_whole_while_the_filter_needs_its_end():
+    parts = TransactionInParts(holding=True)
+    assert parts.holding
+    assert parts.take(TransactionPart([row(T, 1), row(T, 2)], PgPosition(10))) is None
+    assert parts.take(TransactionPart([row(T, 3)], PgPosition(10))) is None
+    whole = parts.end(tx(20, row(T, 4)))
+    assert whole == tx(20, row(T, 1), row(T, 2), row(T, 3), row(T, 4))
+
+
+def test_a_tally_counts_changes_rows_and_tables():
+    tally = Tally(transactions=2)
+    net = {T: TableChanges(T, rows={(1,): {}, (2,): {}}, deletes={(3,)}, events=4),
+           U: TableChanges(U, rows={(1,): {}}, events=1)}
+    tally.add(5, net)
+    tally.add(2, {T: TableChanges(T, rows={(4,): {}}, events=2)})
+    assert (tally.events, tally.rows, tally.per_table) == (7, 5, {"shop.t": 6, "shop.u": 1})
