@@ -19,6 +19,7 @@ from cdc_assets.engine.faults import ENV as CRASH_ENV
 from cdc_assets_tests.support import cli_command
 
 TIMEOUT = 300
+SAVEPOINT = "savepoint"
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class Injected:
     delay: float = 0.0
 
     def describe(self) -> str:
+        if self.kind == SAVEPOINT:
+            return f"savepoint({self.point}:{self.nth}" + (f" {self.delay:.1f}s)" if self.delay else ")")
         return f"{self.kind}({self.point}:{self.nth})" if self.point else f"{self.kind}({self.delay:.1f}s)"
 
 
@@ -96,8 +99,11 @@ class RandomKill:
     def draw(self, rng: random.Random, scenario) -> Injected:
         return Injected(self.name, delay=rng.uniform(self.earliest, 6.0))
 
+    def args(self, fault: Injected) -> tuple[str, ...]:
+        return ("sync",)
+
     def apply(self, fault: Injected, config, env: dict) -> tuple[str, str]:
-        proc = run_cli(config, env, "sync")
+        proc = run_cli(config, env, *self.args(fault))
         time.sleep(fault.delay)
         if proc.poll() is not None:
             return outcome(proc)
@@ -115,5 +121,30 @@ class Terminate(RandomKill):
     signal = signal.SIGTERM
 
 
+class Savepoint(Terminate):
+    """A savepoint the runner takes in a log segment and rolls back to at the segment's quiet point (runner.py),
+    so that the segment's batches write before-images while the other faults land. `before_writes`: at the segment's
+    start, after a `sync --until-caught-up`, with the source quiet (the state to return to is the source's);
+    `on_stop`: `sync --savepoint-on-stop` stopped by SIGTERM at a random moment while the application writes (the
+    state to return to is the target's as the savepoint left it). `nth`: the segment (1 or 2). Drawn apart from
+    FAULTS, at most one per scenario (scenario.py)."""
+    name, weight = SAVEPOINT, 0
+    moments = ("before_writes", "before_writes", "on_stop")
+
+    def applies(self, scenario) -> bool:
+        return True
+
+    def draw(self, rng: random.Random, scenario) -> Injected:
+        moment, segment = rng.choice(self.moments), rng.choice((1, 1, 2))
+        return Injected(self.name, moment, segment, rng.uniform(self.earliest, 6.0) if moment == "on_stop" else 0.0)
+
+    def args(self, fault: Injected) -> tuple[str, ...]:
+        return ("sync", "--savepoint-on-stop", savepoint_name(fault))
+
+
+def savepoint_name(fault: Injected) -> str:
+    return f"adv_{fault.point}_{fault.nth}"
+
+
 FAULTS = [CrashPoint(), SnapshotCrashPoint(), RandomKill(), Terminate()]
-BY_NAME = {f.name: f for f in FAULTS}
+BY_NAME = {f.name: f for f in [*FAULTS, Savepoint()]}
