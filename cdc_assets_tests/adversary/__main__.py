@@ -4,6 +4,7 @@ summary; a failing seed is printed with the command that reruns it. Exit status 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import signal
 import sys
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def summary(outcomes, seconds: float) -> str:
     by = Counter((o.direction, o.status) for o in outcomes)
-    faults = Counter(f.split("(")[0] + " " + f.rsplit(" ", 1)[1] for o in outcomes for f in o.faults)
+    faults = Counter(" ".join(re.match(r"(\w+)\(.*?\) (\w+)", f).groups()) for o in outcomes for f in o.faults)
     lines = [f"{len(outcomes)} scenarios in {seconds:.0f} s"]
     lines += [f"  {d}: {s} x{n}" for (d, s), n in sorted(by.items())]
     lines += [f"  fault {f} x{n}" for f, n in sorted(faults.items())]

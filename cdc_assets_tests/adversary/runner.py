@@ -178,8 +178,9 @@ def _segment(scenario: Scenario, servers: Servers, ns: str, src, path: Path, env
     try:
         applied = True
         for fault in (f for f in faults if f.point != "before_writes"):
-            applied = applied and _apply(fault, path, env, result)
+            applied = applied and _apply(fault, path, env, result, servers)
             if applied and fault is savepoint:  # on_stop: the target as the savepoint left it, before other faults
+                applied = _savepoint_taken(savepoint, path, env, result)
                 tagged = _target_texts(scenario, servers, ns)
         result.timing.append(f"segment {number}: its faults ended after {writer.done} of {len(transactions)} "
                              "transactions")
@@ -209,6 +210,20 @@ def _savepoint_before_writes(scenario: Scenario, ns: str, src, path: Path, env: 
     if not _step(savepoint.describe(), status, result):
         return None
     return {t.name: texts(src, scenario.source, ns, t) for t in scenario.tables}
+
+
+def _savepoint_taken(savepoint, path: Path, env: dict, result: Outcome) -> bool:
+    """A SIGTERM that lands before the sync holds the task's lease ends it at once, without the savepoint: then
+    `savepoint create` with the application still writing, so the segment has its savepoint all the same."""
+    name = savepoint_name(savepoint)
+    listing = run_cli(path, env, "savepoint", "list")
+    out, _ = listing.communicate(timeout=300)
+    if listing.returncode != 0:
+        return _step("savepoint list", ("stopped", out[-3000:]), result)
+    if f"{name}: epoch" in out:
+        return True
+    result.faults[-1] += " (stopped before the lease: created after it)"
+    return _step(f"savepoint create {name}", outcome(run_cli(path, env, "savepoint", "create", name)), result)
 
 
 def _rollback_to(savepoint, path: Path, env: dict, result: Outcome) -> bool:
@@ -250,7 +265,7 @@ def _target(scenario: Scenario, servers: Servers, ns: str):
 def _snapshot(scenario: Scenario, config, path: Path, env: dict, servers: Servers, result: Outcome) -> None:
     faults = [f for f in scenario.faults if f.kind == "snapshot_crash_point"]
     if faults:
-        if _apply(faults[0], path, env, result):
+        if _apply(faults[0], path, env, result, servers):
             _step("snapshot after the kill", outcome(run_cli(path, env, "snapshot")), result)
         return
     rt = TaskRuntime(config)
@@ -264,15 +279,16 @@ def _snapshot(scenario: Scenario, config, path: Path, env: dict, servers: Server
         rt.close()
 
 
-def _apply(fault, path: Path, env: dict, result: Outcome) -> bool:
-    status, out = FAULTS[fault.kind].apply(fault, path, env)
-    result.faults.append(f"{fault.describe()} {status}")
+def _apply(fault, path: Path, env: dict, result: Outcome, servers: Servers) -> bool:
+    kind = FAULTS[fault.kind]
+    status, out = kind.apply(fault, path, env, servers) if fault.kind == "target_away" else kind.apply(fault, path, env)
+    result.faults.append(f"{fault.describe()} {status}" + (f": {out[:200]}" if status == "gave_up" else ""))
     return _step(fault.describe(), (status, out), result)
 
 
 def _step(what: str, status_out: tuple[str, str], result: Outcome) -> bool:
     status, out = status_out
-    if status in ("killed", "passed", "terminated"):
+    if status in ("killed", "passed", "terminated", "gave_up"):
         return True
     result.status = "stopped"
     result.details.append(f"{what}: {status}: " + out.strip()[-1500:])

@@ -6,7 +6,7 @@ import random
 import re
 from dataclasses import dataclass, field, replace
 
-from cdc_assets_tests.adversary.faults import FAULTS, SAVEPOINT, Injected, Savepoint
+from cdc_assets_tests.adversary.faults import FAULTS, SAVEPOINT, Injected, Savepoint, TargetAway
 from cdc_assets_tests.adversary.kinds import MYSQL, POSTGRES
 from cdc_assets_tests.adversary.schema import Table, random_table, with_late_kinds
 from cdc_assets_tests.adversary.workload import Workload
@@ -118,5 +118,6 @@ def build(seed: int, direction: str | None = None) -> Scenario:
         faults.append(rng.choices(kinds, [f.weight for f in kinds])[0].draw(rng, probe))
     snapshot_faults = [f for f in faults if f.kind == "snapshot_crash_point"][:1]
     savepoint = [Savepoint().draw(rng, probe)] if rng.random() < 0.5 else []
+    away = [TargetAway().draw(late, probe)] if TargetAway().applies(probe) and late.random() < 0.3 else []
     return replace(probe, faults=tuple(snapshot_faults + [f for f in faults if f.kind != "snapshot_crash_point"] +
-                                       savepoint))
+                                       away + savepoint))
