@@ -36,8 +36,10 @@ def private_servers():
             try:
                 yield Servers(mariadb, postgres, target, spark, base / "work")
             finally:
-                spark.stop()
-                target.stop()
+                try:
+                    spark.stop()  # after a SIGTERM its JVM may be gone already, and stop() raises
+                finally:
+                    target.stop()
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
