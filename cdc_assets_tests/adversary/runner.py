@@ -214,7 +214,8 @@ def _savepoint_before_writes(scenario: Scenario, ns: str, src, path: Path, env: 
 
 def _savepoint_taken(savepoint, path: Path, env: dict, result: Outcome) -> bool:
     """A SIGTERM that lands before the sync holds the task's lease ends it at once, without the savepoint: then
-    `savepoint create` with the application still writing, so the segment has its savepoint all the same."""
+    `sync --until-caught-up --savepoint-on-stop` with the application still writing (a savepoint needs a checkpoint,
+    which the segment's first sync may not have written yet), so the segment has its savepoint all the same."""
     name = savepoint_name(savepoint)
     listing = run_cli(path, env, "savepoint", "list")
     out, _ = listing.communicate(timeout=300)
@@ -222,8 +223,9 @@ def _savepoint_taken(savepoint, path: Path, env: dict, result: Outcome) -> bool:
         return _step("savepoint list", ("stopped", out[-3000:]), result)
     if f"{name}: epoch" in out:
         return True
-    result.faults[-1] += " (stopped before the lease: created after it)"
-    return _step(f"savepoint create {name}", outcome(run_cli(path, env, "savepoint", "create", name)), result)
+    result.faults[-1] += " (stopped before the lease: taken when caught up)"
+    return _step(f"sync --until-caught-up --savepoint-on-stop {name}",
+                 outcome(run_cli(path, env, "sync", "--until-caught-up", "--savepoint-on-stop", name)), result)
 
 
 def _rollback_to(savepoint, path: Path, env: dict, result: Outcome) -> bool:
