@@ -32,8 +32,8 @@ SEEDS = [
 # way out REPLICA IDENTITY FULL and a re-plan): 110, 148, 189, 204 postgres-postgres (a swap inside the snapshot's
 # log window, or after a kill); 12, 124, 150, 223 postgres-mysql (a transaction in parts replayed after a kill at
 # incremental.after_commit). Seeds whose zero date stops the task as mysql.md documents (`expected_stop`): 14 and
-# 22 mysql-mysql, 22, 30, 32, 37, 44, 54 mysql-postgres. Rerun one with `python -m cdc_assets_tests.adversary --seed N --scenarios 1
-# --direction D --confirm`.
+# 22 mysql-mysql; 22, 30, 32, 37, 44, 54 mysql-postgres. Rerun one with `python -m cdc_assets_tests.adversary
+# --seed N --scenarios 1 --direction D --confirm`.
 
 
 @pytest.mark.parametrize("seed, direction", SEEDS)
