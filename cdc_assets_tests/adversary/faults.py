@@ -1,7 +1,8 @@
 """Faults the adversary injects into a task's processes, one registry entry per kind. A fault is drawn with its
 parameters from the seed (`draw`) and applied by running the task's CLI (`apply`), which reports what happened:
 "killed" (SIGKILL landed), "passed" (the process ended before the fault could land), "stopped" (it exited with an
-error of its own: a loud stop, with its output), or "refused" (SIGTERM was not honoured with a clean exit, 143).
+error of its own: a loud stop, with its output), "refused" (SIGTERM was not honoured with a clean exit, 143), or
+"gave_up" (a loud stop the fault allows: the target went away; the scenario goes on).
 
 A crash point is a place in the code named by `crash_point(...)` (cdc_assets/engine/faults.py); `:n` kills on
 the n-th pass. To add a fault: a class with `name`, `phase` ("snapshot" or "log"), `applies(scenario)`, `draw`
@@ -19,6 +20,7 @@ from cdc_assets.engine.faults import ENV as CRASH_ENV
 from cdc_assets_tests.support import cli_command
 
 TIMEOUT = 300
+SAVEPOINT = "savepoint"
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,10 @@ class Injected:
     delay: float = 0.0
 
     def describe(self) -> str:
+        if self.kind == SAVEPOINT:
+            return f"savepoint({self.point}:{self.nth}" + (f" {self.delay:.1f}s)" if self.delay else ")")
+        if self.kind == "target_away":
+            return f"target_away({self.delay:.1f}s, away {self.nth}s)"
         return f"{self.kind}({self.point}:{self.nth})" if self.point else f"{self.kind}({self.delay:.1f}s)"
 
 
@@ -96,13 +102,18 @@ class RandomKill:
     def draw(self, rng: random.Random, scenario) -> Injected:
         return Injected(self.name, delay=rng.uniform(self.earliest, 6.0))
 
+    def args(self, fault: Injected) -> tuple[str, ...]:
+        return ("sync",)
+
     def apply(self, fault: Injected, config, env: dict) -> tuple[str, str]:
-        proc = run_cli(config, env, "sync")
+        proc = run_cli(config, env, *self.args(fault))
         time.sleep(fault.delay)
         if proc.poll() is not None:
             return outcome(proc)
         os.killpg(proc.pid, self.signal)
         status, out = outcome(proc, timeout=120)
+        if proc.returncode == -signal.SIGTERM:  # before the CLI installed its handler (a slow start): not refused
+            return "terminated", ""
         if self.signal == signal.SIGTERM:  # a clean stop is the contract: the batch finished, exit 128 + 15
             return ("killed", "") if proc.returncode == 128 + signal.SIGTERM else ("refused", out)
         return status, out
@@ -115,5 +126,61 @@ class Terminate(RandomKill):
     signal = signal.SIGTERM
 
 
+class Savepoint(Terminate):
+    """A savepoint the runner takes in a log segment and rolls back to at the segment's quiet point (runner.py),
+    so that the segment's batches write before-images while the other faults land. `before_writes`: at the segment's
+    start, after a `sync --until-caught-up`, with the source quiet (the state to return to is the source's);
+    `on_stop`: `sync --savepoint-on-stop` stopped by SIGTERM at a random moment while the application writes (the
+    state to return to is the target's as the savepoint left it). `nth`: the segment (1 or 2). Drawn apart from
+    FAULTS, at most one per scenario (scenario.py)."""
+    name, weight = SAVEPOINT, 0
+    moments = ("before_writes", "before_writes", "on_stop")
+
+    def applies(self, scenario) -> bool:
+        return True
+
+    def draw(self, rng: random.Random, scenario) -> Injected:
+        moment, segment = rng.choice(self.moments), rng.choice((1, 1, 2))
+        return Injected(self.name, moment, segment, rng.uniform(self.earliest, 6.0) if moment == "on_stop" else 0.0)
+
+    def args(self, fault: Injected) -> tuple[str, ...]:
+        return ("sync", "--savepoint-on-stop", savepoint_name(fault))
+
+
+class TargetAway:
+    """The MySQL target server stopped while a `sync` follows the log, started again `nth` seconds later (same port,
+    same data), then the sync stopped with SIGTERM. It may resume ("killed": SIGTERM honoured) or stop loudly by
+    itself ("gave_up", with its last line); either way the next sync must end equal. Drawn apart from FAULTS, from
+    the second stream (scenario.py), only with a MySQL target: PostgreSQL targets share the source's server."""
+    name, phase, weight = "target_away", "log", 0
+
+    def applies(self, scenario) -> bool:
+        return scenario.target == "mysql"
+
+    def draw(self, rng: random.Random, scenario) -> Injected:
+        return Injected(self.name, "", rng.randint(1, 8), rng.uniform(1.0, 5.0))
+
+    def apply(self, fault: Injected, config, env: dict, servers=None) -> tuple[str, str]:
+        proc = run_cli(config, env, "sync")
+        time.sleep(fault.delay)
+        servers.mysql_target.stop()
+        time.sleep(fault.nth)
+        servers.mysql_target.start()
+        if proc.poll() is not None:
+            status, out = outcome(proc)
+            return ("gave_up", out.strip().splitlines()[-1] if out.strip() else "") if status == "stopped" else (status, out)
+        time.sleep(3.0)  # room to reconnect and apply a batch
+        if proc.poll() is not None:
+            status, out = outcome(proc)
+            return ("gave_up", out.strip().splitlines()[-1] if out.strip() else "") if status == "stopped" else (status, out)
+        os.killpg(proc.pid, signal.SIGTERM)
+        status, out = outcome(proc, timeout=120)
+        return ("killed", "") if proc.returncode == 128 + signal.SIGTERM else (status, out)
+
+
+def savepoint_name(fault: Injected) -> str:
+    return f"adv_{fault.point}_{fault.nth}"
+
+
 FAULTS = [CrashPoint(), SnapshotCrashPoint(), RandomKill(), Terminate()]
-BY_NAME = {f.name: f for f in FAULTS}
+BY_NAME = {f.name: f for f in [*FAULTS, Savepoint(), TargetAway()]}

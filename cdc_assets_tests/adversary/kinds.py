@@ -27,7 +27,12 @@ class Kind:
     """`ddl[engine]`: the column's type on that source engine (absent: the engine has no such kind).
     `edges[engine]`: SQL literals of edge values; `ordinary(rng, engine)`: an ordinary SQL literal.
     `not_into`: target engines some edge values cannot reach by documented rule, with the edges to leave out.
-    `text[engine]`: an SQL expression rendering column {c} (of this kind, or its mapped type) as text."""
+    `text[engine]`: an SQL expression rendering column {c} (of this kind, or its mapped type) as text.
+    `late`: drawn from a scenario's second stream (scenario.py), so seeds drawn before the kind existed keep theirs.
+    `session[engine]`: a statement every writing session of that source runs first; `prelude[engine]`: DDL the
+    table needs first (`{ns}` is the namespace, as in `ddl`).
+    `stops_on`: literals whose write makes the documented outcome a loud stop, whose output matches `stop`.
+    `share`: the chance a table may draw a late kind at all (a kind that mostly ends a scenario early is rare)."""
     name: str
     ddl: dict[str, str]
     edges: dict[str, tuple[str, ...]]
@@ -36,6 +41,12 @@ class Kind:
     text: dict[str, str] = field(default_factory=lambda: {MYSQL: MYSQL_TEXT, POSTGRES: PG_TEXT})
     keyable: bool = False
     not_into: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    late: bool = False
+    session: dict[str, str] = field(default_factory=dict)
+    prelude: dict[str, str] = field(default_factory=dict)
+    stops_on: tuple[str, ...] = ()
+    stop: str = ""
+    share: float = 1.0
 
     def value(self, rng: random.Random, source: str, target: str) -> str:
         edges = [e for e in self.edges.get(source, ()) if e not in self.not_into.get(target, ())]
@@ -148,6 +159,47 @@ def _int_array(rng: random.Random, engine: str) -> str:
     return "'{" + ",".join(items) + "}'"
 
 
+def _date(rng: random.Random) -> dt.date:
+    return dt.date(1001, 1, 1) + dt.timedelta(days=rng.randint(0, 3_000_000))
+
+
+ZERO_DATES = ("'0000-00-00'", "'2020-00-15'", "'2021-02-00'")
+
+
+def _lenient_date(rng: random.Random, engine: str) -> str:
+    """Mostly real dates: a zero date stops the task (mysql.md "Zero dates"), so it is rare in a scenario."""
+    return rng.choice(ZERO_DATES) if rng.random() < 0.02 else quote(str(_date(rng)))
+
+
+def _datetime3(rng: random.Random, engine: str) -> str:
+    return literal(engine, f"{_date(rng)} {rng.randint(0, 23):02}:{rng.randint(0, 59):02}:{rng.randint(0, 59):02}"
+                           f"{_fsp(rng, 3)}")
+
+
+def _time3(rng: random.Random, engine: str) -> str:
+    hours = rng.randint(0, 838) if engine == MYSQL else rng.randint(0, 23)
+    sign = "-" if engine == MYSQL and rng.random() < 0.4 else ""
+    return literal(engine, f"{sign}{hours}:{rng.randint(0, 59):02}:{rng.randint(0, 59):02}{_fsp(rng, 3)}")
+
+
+def _timestamptz(rng: random.Random, engine: str) -> str:
+    zone = rng.choice(("+00", "+05:30", "-08", "+14", "-03:30"))
+    return pg_quote(f"{_date(rng)} {rng.randint(0, 23):02}:{rng.randint(0, 59):02}:{rng.randint(0, 59):02}"
+                    f"{_fsp(rng)}{zone}")
+
+
+def as_utc_timestamp(text: str) -> dt.datetime | str:
+    """A timestamptz rendered at UTC, or a MySQL datetime holding UTC (postgres.md); 'infinity' stays text."""
+    try:
+        return dt.datetime.fromisoformat(text)
+    except ValueError:
+        return text
+
+
+MOODS = ("a", "B", "c d", "ü", "it's", "🚀")
+SJIS = ("日本語", "ｱｲｳｴｵ", "カタカナ", "〜", "−", "ABC ", "")  # 〜 and − are where sjis and cp932 part ways
+UTF16 = ("🚀𝄞", "ß x", "日本", "", " ", "\u00a0")
+
 KINDS: list[Kind] = [
     Kind("int", {MYSQL: "INT", POSTGRES: "INTEGER"}, {MYSQL: ("-2147483648", "2147483647", "0"),
          POSTGRES: ("-2147483648", "2147483647", "0")}, _int(-1000, 1000), keyable=True),
@@ -193,6 +245,34 @@ KINDS: list[Kind] = [
          text={MYSQL: MYSQL_TEXT, POSTGRES: "to_json({c})::text"}),
     Kind("bool", {POSTGRES: "BOOLEAN"}, {POSTGRES: ("TRUE", "FALSE")}, lambda rng, e: rng.choice(["TRUE", "FALSE"]),
          as_bool),
+]
+KINDS += [
+    Kind("zero_date", {MYSQL: "DATE"}, {MYSQL: ("'1000-01-01'", "'9999-12-31'")}, _lenient_date, late=True,
+         session={MYSQL: "SET SESSION sql_mode = ''"}, stops_on=ZERO_DATES, share=0.3,
+         # mysql.md "Zero dates": the log stops with ZeroDateError; the snapshot fails the split with the target
+         # server's refusal of the value
+         stop=r"ZeroDateError|a zero or invalid date|(Incorrect date(time)? value: '|value out of range: \")"
+              r"(0000-00-00|2020-00-15|2021-02-00)"),
+    Kind("datetime3", {MYSQL: "DATETIME(3)", POSTGRES: "TIMESTAMP(3)"},
+         {e: (literal(e, "1000-01-01 00:00:00.000"), literal(e, "9999-12-31 23:59:59.999"),
+              literal(e, "2024-02-29 12:00:00.5")) for e in (MYSQL, POSTGRES)}, _datetime3, as_timestamp, late=True),
+    Kind("time3", {MYSQL: "TIME(3)", POSTGRES: "TIME(3)"},
+         {MYSQL: ("'-838:59:59'", "'-00:00:00.001'", "'-12:00:00.5'", "'838:59:59'"),
+          POSTGRES: ("'24:00:00'", "'23:59:59.999'", "'00:00:00.001'")}, _time3, as_duration, late=True),
+    Kind("timestamptz", {POSTGRES: "TIMESTAMPTZ(6)"},
+         {POSTGRES: ("'1970-01-01 00:00:00+00'", "'2038-01-19 03:14:08+00'", "'9999-12-31 23:59:59.999999+00'",
+                     "'2024-03-31 02:30:00.5+02'", "'1000-01-01 00:00:00+00'", "'infinity'", "'-infinity'")},
+         _timestamptz, as_utc_timestamp, late=True,
+         text={MYSQL: MYSQL_TEXT, POSTGRES: "({c} AT TIME ZONE 'UTC')::text"},
+         not_into={MYSQL: ("'infinity'", "'-infinity'")}),  # postgres.md: ±infinity stops a MySQL target
+    Kind("pg_enum", {POSTGRES: "{ns}.mood"}, {POSTGRES: tuple(pg_quote(m) for m in MOODS)},
+         lambda rng, e: pg_quote(rng.choice(MOODS)), late=True,
+         prelude={POSTGRES: "DO $$ BEGIN CREATE TYPE {ns}.mood AS ENUM (" + ", ".join(pg_quote(m) for m in MOODS) +
+                  "); EXCEPTION WHEN duplicate_object THEN NULL; END $$"}),
+    Kind("varchar_utf16", {MYSQL: "VARCHAR(20) CHARACTER SET utf16"}, {MYSQL: tuple(quote(t) for t in UTF16)},
+         lambda rng, e: quote("".join(rng.choice(UTF16) for _ in range(rng.randint(0, 3)))[:20]), late=True),
+    Kind("varchar_sjis", {MYSQL: "VARCHAR(20) CHARACTER SET sjis"}, {MYSQL: tuple(quote(t) for t in SJIS)},
+         lambda rng, e: quote("".join(rng.choice(SJIS) for _ in range(rng.randint(0, 3)))[:20]), late=True),
 ]
 BY_NAME = {k.name: k for k in KINDS}
 KEY_KINDS = [k for k in KINDS if k.keyable]

@@ -3,6 +3,7 @@ text and then canonicalised by the column kind's documented rule; and the checkp
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 
 from cdc_assets.core.positions import compare
 from cdc_assets.engine.runtime import TaskRuntime
@@ -25,19 +26,20 @@ def texts(conn, engine: str, namespace: str, table: Table) -> Rows:
     return {tuple(r[:n]): {c: None if v is None else k.canon(v) for (c, k), v in zip(kinds, r[n:])} for r in rows}
 
 
-def differences(source: Rows, target: Rows, limit: int = 5) -> list[str]:
-    """Each differing row, at most `limit`: missing, extra, or the columns whose text differs."""
+def differences(source: Rows, target: Rows, limit: int = 5, names: tuple[str, str] = ("target", "source")) -> list[str]:
+    """Each differing row, at most `limit`: missing, extra, or the columns whose text differs; `names`: what
+    `target` and `source` are called in the lines."""
     out = []
     for key in sorted(source.keys() | target.keys(), key=repr):
         want, got = source.get(key), target.get(key)
         if want == got:
             continue
         if got is None:
-            out.append(f"key {key}: missing from the target")
+            out.append(f"key {key}: missing from the {names[0]}")
         elif want is None:
-            out.append(f"key {key}: in the target only")
+            out.append(f"key {key}: in the {names[0]} only")
         else:
-            cols = [f"{c}: target {short(got[c])}, source {short(want[c])}" for c in want if want[c] != got[c]]
+            cols = [f"{c}: {names[0]} {short(got[c])}, {names[1]} {short(want[c])}" for c in want if want[c] != got[c]]
             out.append(f"key {key}: " + "; ".join(cols))
     return out[:limit] + ([f"... {len(out) - limit} more"] if len(out) > limit else [])
 
@@ -56,24 +58,36 @@ class CheckpointWatch(threading.Thread):
         self.stop = threading.Event()
         self.backwards: list[str] = []
         self.seen = 0
+        self.last = None
+        self.lock = threading.Lock()
 
     def run(self) -> None:
         rt = TaskRuntime(self.config)
-        last = None
         try:
             while not self.stop.wait(self.interval):
-                try:
-                    checkpoint = rt.resumer.checkpoint()
-                except Exception:  # noqa: BLE001 - the store is being created or locked: read again later
-                    continue
-                if checkpoint is None:
-                    continue
-                self.seen += 1
-                if last is not None and compare(checkpoint.position, last) < 0:
-                    self.backwards.append(f"checkpoint moved back from {last} to {checkpoint.position}")
-                last = checkpoint.position
+                with self.lock:
+                    self._poll(rt)
         finally:
             rt.close()
+
+    def _poll(self, rt: TaskRuntime) -> None:
+        try:
+            checkpoint = rt.resumer.checkpoint()
+        except Exception:  # noqa: BLE001 - the store is being created or locked: read again later
+            return
+        if checkpoint is None:
+            return
+        self.seen += 1
+        if self.last is not None and compare(checkpoint.position, self.last) < 0:
+            self.backwards.append(f"checkpoint moved back from {self.last} to {checkpoint.position}")
+        self.last = checkpoint.position
+
+    @contextmanager
+    def rewinding(self):
+        """A savepoint rollback moves the checkpoint back by design: not polled meanwhile, counted afresh after."""
+        with self.lock:
+            yield
+            self.last = None
 
     def finish(self) -> list[str]:
         self.stop.set()

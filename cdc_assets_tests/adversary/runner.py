@@ -4,6 +4,7 @@ drawn faults while the application writes on, a last `sync --until-caught-up`, t
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 import uuid
@@ -14,7 +15,7 @@ from cdc_assets.config import load_config
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
-from cdc_assets_tests.adversary.faults import BY_NAME as FAULTS, outcome, run_cli
+from cdc_assets_tests.adversary.faults import BY_NAME as FAULTS, SAVEPOINT, outcome, run_cli, savepoint_name
 from cdc_assets_tests.adversary.kinds import MYSQL, POSTGRES
 from cdc_assets_tests.adversary.oracle import CheckpointWatch, differences, texts
 from cdc_assets_tests.adversary.scenario import Scenario
@@ -36,7 +37,7 @@ class Servers:
 class Outcome:
     seed: int
     direction: str
-    status: str  # pass | divergence | stopped | checkpoint_back | error
+    status: str  # pass | expected_stop (documented: kinds.py `stop`) | divergence | stopped | checkpoint_back | error
     details: list[str] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -51,15 +52,17 @@ class Outcome:
 class Writer(threading.Thread):
     """The application: runs its transactions in order, a pause between them."""
 
-    def __init__(self, conn, transactions, pause: float = 0.03) -> None:
+    def __init__(self, conn, transactions, session=(), pause: float = 0.03) -> None:
         super().__init__(daemon=True)
-        self.conn, self.transactions, self.pause = conn, transactions, pause
+        self.conn, self.transactions, self.pause, self.session = conn, transactions, pause, session
         self.error: str = ""
         self.done = 0  # transactions committed so far
 
     def run(self) -> None:
         try:
             with self.conn.cursor() as cur:
+                for statement in self.session:
+                    cur.execute(statement)
                 for tx in self.transactions:
                     cur.execute("BEGIN")
                     for statement in tx:
@@ -82,9 +85,12 @@ def run(scenario: Scenario, servers: Servers) -> Outcome:
     src = _source(scenario, servers, ns)
     try:
         _run(scenario, servers, ns, src, result)
+        expected = [p for p in scenario.expected_stops() if any(re.search(p, d) for d in result.details)]
+        if result.status == "stopped" and expected:
+            result.status = "expected_stop"
     finally:
         src.close()
-        _cleanup(scenario, servers, ns, result.status == "pass")
+        _cleanup(scenario, servers, ns, result.status in ("pass", "expected_stop"))
         result.seconds = time.monotonic() - started
     return result
 
@@ -99,6 +105,8 @@ def _source(scenario: Scenario, servers: Servers, ns: str):
         for table in scenario.tables:
             for statement in table.ddl(scenario.source, ns):
                 cur.execute(statement)
+        for statement in scenario.session:
+            cur.execute(statement)
         cur.execute("BEGIN")
         for statement in renamed(scenario.setup, scenario.namespace, ns):
             cur.execute(statement)
@@ -129,7 +137,8 @@ def _run(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome) ->
     config = load_config(path)
     env = {**os.environ, "DAGSTER_HOME": str(path.parent / "dagster_home")}
     server = servers.mariadb if scenario.source == MYSQL else servers.postgres
-    writer = Writer(server.connect(ns), [renamed(tx, scenario.namespace, ns) for tx in scenario.during_snapshot])
+    writer = Writer(server.connect(ns), [renamed(tx, scenario.namespace, ns) for tx in scenario.during_snapshot],
+                    scenario.session)
     writer.start()
     try:
         _snapshot(scenario, config, path, env, servers, result)
@@ -143,8 +152,8 @@ def _run(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome) ->
     watch = CheckpointWatch(config)
     watch.start()
     try:
-        for number, (transactions, faults) in enumerate(segments(scenario), 1):
-            if not _segment(scenario, servers, ns, src, path, env, transactions, faults, result, number):
+        for number, (transactions, faults) in enumerate(scenario.segments(), 1):
+            if not _segment(scenario, servers, ns, src, path, env, transactions, faults, result, number, watch):
                 break
     finally:
         backwards = watch.finish()
@@ -152,22 +161,27 @@ def _run(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome) ->
         result.status, result.details = "checkpoint_back", result.details + backwards[:3]
 
 
-def segments(scenario: Scenario) -> list[tuple[tuple, tuple]]:
-    """The log phase in two halves, each ending at a quiet point: the first half of the transactions under the
-    first log fault, the second half under the others."""
-    half = len(scenario.during_log) // 2
-    faults = [f for f in scenario.faults if f.kind != "snapshot_crash_point"]
-    return [(scenario.during_log[:half], tuple(faults[:1])), (scenario.during_log[half:], tuple(faults[1:]))]
-
-
 def _segment(scenario: Scenario, servers: Servers, ns: str, src, path: Path, env: dict, transactions, faults,
-             result: Outcome, number: int) -> bool:
-    """Writes and faults, then a quiet point: the writer done, `sync --until-caught-up`, the oracle."""
+             result: Outcome, number: int, watch: CheckpointWatch) -> bool:
+    """Writes and faults, then a quiet point: the writer done, `sync --until-caught-up`, the oracle; with a
+    savepoint in the segment, then its rollback, checked against the state it tagged, and a sync to the source."""
     server = servers.mariadb if scenario.source == MYSQL else servers.postgres
-    writer = Writer(server.connect(ns), [renamed(tx, scenario.namespace, ns) for tx in transactions])
+    savepoint = next((f for f in faults if f.kind == SAVEPOINT), None)
+    tagged = None
+    if savepoint is not None and savepoint.point == "before_writes":
+        tagged = _savepoint_before_writes(scenario, ns, src, path, env, savepoint, result)
+        if tagged is None:
+            return False
+    writer = Writer(server.connect(ns), [renamed(tx, scenario.namespace, ns) for tx in transactions],
+                    scenario.session)
     writer.start()
     try:
-        applied = all(_apply(fault, path, env, result) for fault in faults)
+        applied = True
+        for fault in (f for f in faults if f.point != "before_writes"):
+            applied = applied and _apply(fault, path, env, result, servers)
+            if applied and fault is savepoint:  # on_stop: the target as the savepoint left it, before other faults
+                applied = _savepoint_taken(savepoint, path, env, result)
+                tagged = _target_texts(scenario, servers, ns)
         result.timing.append(f"segment {number}: its faults ended after {writer.done} of {len(transactions)} "
                              "transactions")
     finally:
@@ -178,13 +192,82 @@ def _segment(scenario: Scenario, servers: Servers, ns: str, src, path: Path, env
     if not _step(f"sync at quiet point {number}", outcome(run_cli(path, env, "sync", "--until-caught-up")), result):
         return False
     _oracle(scenario, servers, ns, src, result, f"quiet point {number}")
+    if savepoint is None or result.status != "pass":
+        return result.status == "pass"
+    with watch.rewinding():
+        if not _rollback_to(savepoint, path, env, result):
+            return False
+    return _after_rollback(scenario, servers, ns, src, path, env, savepoint, tagged, result, number)
+
+
+def _savepoint_before_writes(scenario: Scenario, ns: str, src, path: Path, env: dict, savepoint,
+                             result: Outcome) -> dict | None:
+    """Caught up with the source quiet, then the savepoint: the state to return to is the source's as it is now."""
+    if not _step("sync before the savepoint", outcome(run_cli(path, env, "sync", "--until-caught-up")), result):
+        return None
+    status = outcome(run_cli(path, env, "savepoint", "create", savepoint_name(savepoint)))
+    result.faults.append(f"{savepoint.describe()} {status[0]}")
+    if not _step(savepoint.describe(), status, result):
+        return None
+    return {t.name: texts(src, scenario.source, ns, t) for t in scenario.tables}
+
+
+def _savepoint_taken(savepoint, path: Path, env: dict, result: Outcome) -> bool:
+    """A SIGTERM that lands before the sync holds the task's lease ends it at once, without the savepoint: then
+    `sync --until-caught-up --savepoint-on-stop` with the application still writing (a savepoint needs a checkpoint,
+    which the segment's first sync may not have written yet), so the segment has its savepoint all the same."""
+    name = savepoint_name(savepoint)
+    listing = run_cli(path, env, "savepoint", "list")
+    out, _ = listing.communicate(timeout=300)
+    if listing.returncode != 0:
+        return _step("savepoint list", ("stopped", out[-3000:]), result)
+    if f"{name}: epoch" in out:
+        return True
+    result.faults[-1] += " (stopped before the lease: taken when caught up)"
+    return _step(f"sync --until-caught-up --savepoint-on-stop {name}",
+                 outcome(run_cli(path, env, "sync", "--until-caught-up", "--savepoint-on-stop", name)), result)
+
+
+def _rollback_to(savepoint, path: Path, env: dict, result: Outcome) -> bool:
+    name = savepoint_name(savepoint)
+    return _step(f"savepoint rollback {name}", outcome(run_cli(path, env, "savepoint", "rollback", name)), result)
+
+
+def _after_rollback(scenario: Scenario, servers: Servers, ns: str, src, path: Path, env: dict, savepoint,
+                    tagged: dict, result: Outcome, number: int) -> bool:
+    """docs/operations/savepoints.md: the rollback returns the target to the tagged state; a sync then converges."""
+    name = savepoint_name(savepoint)
+    now = _target_texts(scenario, servers, ns)
+    for table in scenario.tables:
+        diff = differences(tagged[table.name], now[table.name], names=("target", "savepoint"))
+        if diff:
+            result.status = "divergence"
+            result.details += [f"after the rollback to {name}, {table.name}: {d}" for d in diff]
+    if result.status != "pass":
+        return False
+    if not _step(f"sync after the rollback to {name}",
+                 outcome(run_cli(path, env, "sync", "--until-caught-up")), result):
+        return False
+    _oracle(scenario, servers, ns, src, result, f"quiet point {number} after the rollback")
     return result.status == "pass"
+
+
+def _target_texts(scenario: Scenario, servers: Servers, ns: str) -> dict:
+    tgt = _target(scenario, servers, ns)
+    try:
+        return {t.name: texts(tgt, scenario.target, ns, t) for t in scenario.tables}
+    finally:
+        tgt.close()
+
+
+def _target(scenario: Scenario, servers: Servers, ns: str):
+    return servers.postgres.connect(f"{ns}_tgt") if scenario.target == POSTGRES else servers.mysql_target.connect()
 
 
 def _snapshot(scenario: Scenario, config, path: Path, env: dict, servers: Servers, result: Outcome) -> None:
     faults = [f for f in scenario.faults if f.kind == "snapshot_crash_point"]
     if faults:
-        if _apply(faults[0], path, env, result):
+        if _apply(faults[0], path, env, result, servers):
             _step("snapshot after the kill", outcome(run_cli(path, env, "snapshot")), result)
         return
     rt = TaskRuntime(config)
@@ -198,15 +281,16 @@ def _snapshot(scenario: Scenario, config, path: Path, env: dict, servers: Server
         rt.close()
 
 
-def _apply(fault, path: Path, env: dict, result: Outcome) -> bool:
-    status, out = FAULTS[fault.kind].apply(fault, path, env)
-    result.faults.append(f"{fault.describe()} {status}")
+def _apply(fault, path: Path, env: dict, result: Outcome, servers: Servers) -> bool:
+    kind = FAULTS[fault.kind]
+    status, out = kind.apply(fault, path, env, servers) if fault.kind == "target_away" else kind.apply(fault, path, env)
+    result.faults.append(f"{fault.describe()} {status}" + (f": {out[:200]}" if status == "gave_up" else ""))
     return _step(fault.describe(), (status, out), result)
 
 
 def _step(what: str, status_out: tuple[str, str], result: Outcome) -> bool:
     status, out = status_out
-    if status in ("killed", "passed", "terminated"):
+    if status in ("killed", "passed", "terminated", "gave_up"):
         return True
     result.status = "stopped"
     result.details.append(f"{what}: {status}: " + out.strip()[-1500:])
@@ -220,7 +304,7 @@ def _failed(writer: Writer, result: Outcome) -> bool:
 
 
 def _oracle(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome, where: str) -> None:
-    tgt = servers.postgres.connect(f"{ns}_tgt") if scenario.target == POSTGRES else servers.mysql_target.connect()
+    tgt = _target(scenario, servers, ns)
     try:
         for table in scenario.tables:
             diff = differences(texts(src, scenario.source, ns, table), texts(tgt, scenario.target, ns, table))

@@ -6,9 +6,9 @@ import random
 import re
 from dataclasses import dataclass, field, replace
 
-from cdc_assets_tests.adversary.faults import FAULTS, Injected
+from cdc_assets_tests.adversary.faults import FAULTS, SAVEPOINT, Injected, Savepoint, TargetAway
 from cdc_assets_tests.adversary.kinds import MYSQL, POSTGRES
-from cdc_assets_tests.adversary.schema import Table, random_table
+from cdc_assets_tests.adversary.schema import Table, random_table, with_late_kinds
 from cdc_assets_tests.adversary.workload import Workload
 
 LONG_LITERAL = re.compile(r"'[0-9a-f]{60,}'")  # the kB of a TOASTed value, shortened when printed
@@ -50,19 +50,44 @@ class Scenario:
 
     def script(self) -> str:
         """The scenario as a person reads it: DDL, seed rows, each transaction, and where the faults fall."""
-        log_faults = [f.describe() for f in self.faults if f.kind != "snapshot_crash_point"]
-        half = len(self.during_log) // 2
+        (first, faults1), (_, faults2) = self.segments()
+        named = [", ".join(f.describe() for f in faults) or "none" for faults in (faults1, faults2)]
+        half = len(first)
+        rollbacks = [next((f", then savepoint rollback adv_{f.point}_{f.nth}, compare, sync, compare" for f in faults
+                           if f.kind == SAVEPOINT), "") for faults in (faults1, faults2)]
         lines = [f"-- {self.describe()}"]
         lines += [s + ";" for t in self.tables for s in t.ddl(self.source, self.namespace)]
         lines += ["BEGIN;", *(s + ";" for s in self.setup), "COMMIT;", "-- snapshot starts; during it:"]
         for number, tx in enumerate(self.during_snapshot + self.during_log):
             if number == len(self.during_snapshot):
-                lines.append(f"-- log phase; faults {', '.join(log_faults[:1]) or 'none'} while:")
+                lines.append(f"-- log phase; faults {named[0]} while:")
             if number == len(self.during_snapshot) + half:
-                lines.append(f"-- quiet point 1; then faults {', '.join(log_faults[1:]) or 'none'} while:")
+                lines.append(f"-- quiet point 1{rollbacks[0]}; then faults {named[1]} while:")
             lines += ["BEGIN;", *(f"  {s};" for s in tx), "COMMIT;"]
         return "\n".join(LONG_LITERAL.sub(lambda m: f"{m.group(0)[:21]}...'/*{len(m.group(0)) - 2} chars*/", line)
-                         for line in lines + ["-- quiet point 2"])
+                         for line in lines + [f"-- quiet point 2{rollbacks[1]}"])
+
+    @property
+    def session(self) -> list[str]:
+        """What every session writing the source runs first (a kind's `session`)."""
+        return sorted({s for t in self.tables for s in t.session(self.source)})
+
+    def expected_stops(self) -> list[str]:
+        """The `stop` patterns of the kinds whose stopping values the scenario writes: a loud stop matching one is
+        the documented outcome (a pass is too, with the target equal, when the value was gone before it was read)."""
+        statements = [s for tx in (self.setup, *self.during_snapshot, *self.during_log) for s in tx]
+        kinds = {k.name: k for t in self.tables for _, k in t.kinds() if k.stops_on}.values()
+        return [k.stop for k in kinds if any(v in s for v in k.stops_on for s in statements)]
+
+    def segments(self) -> list[tuple[tuple, tuple]]:
+        """The log phase in two halves, each ending at a quiet point: the first half of the transactions under the
+        first log fault, the second half under the others; a savepoint first in the segment it names."""
+        half = len(self.during_log) // 2
+        faults = [f for f in self.faults if f.kind not in ("snapshot_crash_point", SAVEPOINT)]
+        parts = [faults[:1], faults[1:]]
+        for savepoint in (f for f in self.faults if f.kind == SAVEPOINT):
+            parts[savepoint.nth - 1].insert(0, savepoint)
+        return [(self.during_log[:half], tuple(parts[0])), (self.during_log[half:], tuple(parts[1]))]
 
     def shrunk(self, **changes) -> "Scenario":
         return replace(self, **changes)
@@ -76,7 +101,9 @@ def build(seed: int, direction: str | None = None) -> Scenario:
     source, target = DIRECTIONS[direction]
     namespace = f"adv{seed}"
     tables = [random_table(rng, f"t{i}", source) for i in range(rng.randint(1, 3))]
-    work = Workload(rng, tables, source, target, namespace)
+    late = random.Random(f"late kinds {seed}")  # the kinds added later, so that earlier seeds keep their scenario
+    tables = [with_late_kinds(late, t, source) for t in tables]
+    work = Workload(rng, tables, source, target, namespace, late)
     setup = tuple(s for t in tables for s in work.seed_rows(t, rng.randint(5, 60)))
     during_snapshot = tuple(tuple(work.transaction()) for _ in range(rng.randint(5, 30)))
     during_log = tuple(tuple(work.transaction(big=rng.random() < 0.1)) for _ in range(rng.randint(20, 80)))
@@ -90,4 +117,7 @@ def build(seed: int, direction: str | None = None) -> Scenario:
         kinds = [f for f in FAULTS if f.applies(probe)]
         faults.append(rng.choices(kinds, [f.weight for f in kinds])[0].draw(rng, probe))
     snapshot_faults = [f for f in faults if f.kind == "snapshot_crash_point"][:1]
-    return replace(probe, faults=tuple(snapshot_faults + [f for f in faults if f.kind != "snapshot_crash_point"]))
+    savepoint = [Savepoint().draw(rng, probe)] if rng.random() < 0.5 else []
+    away = [TargetAway().draw(late, probe)] if TargetAway().applies(probe) and late.random() < 0.3 else []
+    return replace(probe, faults=tuple(snapshot_faults + [f for f in faults if f.kind != "snapshot_crash_point"] +
+                                       away + savepoint))

@@ -4,7 +4,7 @@ A row's key comes from an integer id (`key_values`), so the workload can name ro
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cdc_assets_tests.adversary.kinds import BY_NAME, KINDS, MYSQL, POSTGRES, Kind, literal
 
@@ -33,6 +33,9 @@ class Table:
     def text_key(self) -> bool:
         return self.key_shape in ("text", "composite")
 
+    def session(self, engine: str) -> list[str]:
+        return sorted({k.session[engine] for _, k in self.kinds() if engine in k.session})
+
     def kinds(self) -> list[tuple[str, Kind]]:
         return [(c, BY_NAME[k]) for c, k in self.columns]
 
@@ -52,7 +55,8 @@ class Table:
         key_types = {"int": ["INT"], "bigint": ["BIGINT"], "text": [text_type], "composite": ["INT", text_type],
                      "unique_only": ["INT"]}[self.key_shape]
         columns = [f"{q(engine, c)} {t} NOT NULL" for c, t in zip(self.key_columns, key_types)]
-        columns += [f"{q(engine, c)} {BY_NAME[k].ddl[engine]}" for c, k in self.columns]
+        columns += [f"{q(engine, c)} {BY_NAME[k].ddl[engine].replace('{ns}', q(engine, namespace))}"
+                    for c, k in self.columns]
         keys = ", ".join(q(engine, c) for c in self.key_columns)
         unique = q(engine, f"{self.name}_u")
         columns.append(f"CONSTRAINT {unique} UNIQUE ({keys})" if self.key_shape == "unique_only"
@@ -61,9 +65,11 @@ class Table:
                  for c, k in self.columns if k == "big_text" and engine == POSTGRES and not self.partitions]
         if self.key_shape == "unique_only" and engine == POSTGRES:  # updates and deletes need a replica identity
             toast.append(f"ALTER TABLE {name} REPLICA IDENTITY USING INDEX {unique}")
+        preludes = [k.prelude[engine].replace("{ns}", q(engine, namespace)) for _, k in self.kinds()
+                    if engine in k.prelude]
         if not self.partitions:
-            return [f"CREATE TABLE {name} ({', '.join(columns)})", *toast]
-        statements = [f"CREATE TABLE {name} ({', '.join(columns)}) PARTITION BY RANGE ({q(engine, 'k')})"]
+            return [*preludes, f"CREATE TABLE {name} ({', '.join(columns)})", *toast]
+        statements = [*preludes, f"CREATE TABLE {name} ({', '.join(columns)}) PARTITION BY RANGE ({q(engine, 'k')})"]
         for p in range(self.partitions):
             low = "MINVALUE" if p == 0 else str(p * PARTITION_WIDTH)
             high = "MAXVALUE" if p == self.partitions - 1 else str((p + 1) * PARTITION_WIDTH)
@@ -85,7 +91,14 @@ def q(engine: str, name: str) -> str:
 def random_table(rng: random.Random, name: str, source: str) -> Table:
     shape = rng.choice(KEY_SHAPES)
     collation = rng.choice(MYSQL_TEXT_KEYS) if source == MYSQL and shape in ("text", "composite") else ""
-    available = [k for k in KINDS if source in k.ddl]
+    available = [k for k in KINDS if source in k.ddl and not k.late]
     drawn = rng.sample(available, k=min(len(available), rng.randint(2, 6)))
     partitions = rng.choice((0, 0, 2, 3)) if source == POSTGRES and shape == "int" else 0
     return Table(name, shape, collation, tuple((f"c_{k.name}", k.name) for k in drawn), partitions)
+
+
+def with_late_kinds(rng: random.Random, table: Table, source: str) -> Table:
+    """`table` with 0-2 columns of the late kinds added, drawn from the scenario's second stream."""
+    available = [k for k in KINDS if source in k.ddl and k.late and rng.random() < k.share]
+    drawn = rng.sample(available, k=rng.choice((0, 1, 1, 2)))
+    return replace(table, columns=table.columns + tuple((f"c_{k.name}", k.name) for k in drawn))

@@ -2,6 +2,8 @@
 scenario's random tables, values, workload and faults must end with the target equal to the source, and no
 checkpoint moving back. A failing seed reruns alone with `python -m cdc_assets_tests.adversary --seed N
 --scenarios 1 --direction D`."""
+import re
+
 import pytest
 
 from cdc_assets_tests.adversary.kinds import BY_NAME, KINDS
@@ -13,11 +15,15 @@ from cdc_assets_tests.adversary.shrink import halves, without_table
 pytestmark = [pytest.mark.crash, pytest.mark.spark]
 
 SEEDS = [
-    (10, "mysql-postgres"),  # composite _ci and _bin text keys, TOASTed text; exactly-once; kill, crash point, SIGTERM
-    (10, "mysql-mysql"),
-    (7, "postgres-postgres"),  # composite key; random SIGKILL and SIGTERM
-    (119, "postgres-mysql"),  # a table keyed by a unique column only; crash points in the snapshot and the log, a kill
-    (13, "mysql-postgres"),  # SIGKILL after a split's commit in the snapshot; a big transaction in parts
+    (10, "mysql-postgres"),  # composite _ci and _bin text keys, TOASTed text, sjis and utf16 text; exactly-once; kill,
+    # crash point, SIGTERM; a savepoint before the second half's writes, rolled back to at its quiet point
+    (26, "mysql-mysql"),  # three tables into a MySQL target, a savepoint before the first log writes, a kill: the
+    # apply thread's before-images and the next batch's fit check met on one sink connection before catalog()
+    (7, "postgres-postgres"),  # composite key, TIME and timestamp(3); random SIGKILL and SIGTERM
+    (119, "postgres-mysql"),  # a table keyed by a unique column only, an enum type; crash points in the snapshot and
+    # the log, a kill
+    (13, "mysql-postgres"),  # SIGKILL after a split's commit in the snapshot; a big transaction in parts; a savepoint
+    # by `sync --savepoint-on-stop` under SIGTERM while the application writes
 ]
 
 
@@ -25,8 +31,9 @@ SEEDS = [
 # target that already holds a later state where the batch cannot tell which row is the moved one (MoveIncomplete,
 # way out REPLICA IDENTITY FULL and a re-plan): 110, 148, 189, 204 postgres-postgres (a swap inside the snapshot's
 # log window, or after a kill); 12, 124, 150, 223 postgres-mysql (a transaction in parts replayed after a kill at
-# incremental.after_commit). Rerun one with `python -m cdc_assets_tests.adversary --seed N --scenarios 1
-# --direction D --confirm`.
+# incremental.after_commit). Seeds whose zero date stops the task as mysql.md documents (`expected_stop`): 14 and
+# 22 mysql-mysql; 22, 30, 32, 37, 44, 54 mysql-postgres. Rerun one with `python -m cdc_assets_tests.adversary
+# --seed N --scenarios 1 --direction D --confirm`.
 
 
 @pytest.mark.parametrize("seed, direction", SEEDS)
@@ -62,8 +69,28 @@ def test_compare_rules_equate_only_the_documented_renderings():
     assert BY_NAME["json"].canon('{"a": 1.5e3}') == BY_NAME["json"].canon('{"a":1500}')
     assert BY_NAME["bit"].canon("0000000101") == BY_NAME["bit"].canon("101")
     assert BY_NAME["datetime"].canon("2024-02-29 12:00:00.500000") == BY_NAME["datetime"].canon("2024-02-29 12:00:00.5")
+    assert BY_NAME["time3"].canon("-00:00:00.001") == -1_000 != BY_NAME["time3"].canon("00:00:00.001")
+    utc = BY_NAME["timestamptz"].canon  # PostgreSQL's text at UTC against a MySQL datetime holding UTC
+    assert utc("2024-03-31 00:30:00.5") == utc("2024-03-31 00:30:00.500000") != utc("2024-03-31 02:30:00.5")
+    assert utc("infinity") == "infinity"
     for kind in KINDS:
         assert all("{c}" in kind.text[engine] for engine in kind.ddl), kind.name
+
+
+def test_a_zero_date_written_makes_the_documented_stop_the_expected_outcome():
+    zero = next(build(s, "mysql-postgres") for s in range(1, 200) if build(s, "mysql-postgres").expected_stops())
+    assert any(s.startswith("SET SESSION sql_mode") for s in zero.session)
+    assert re.search(zero.expected_stops()[0], "ZeroDateError: row (7,) of adv.t0: column 'c_zero_date' ...")
+    assert not re.search(zero.expected_stops()[0], "MoveIncomplete: cannot move the row")
+    assert build(10, "mysql-postgres").expected_stops() == []
+
+
+def test_a_savepoint_falls_in_the_segment_it_names_first():
+    scenario = next(build(s, "mysql-mysql") for s in range(1, 200)
+                    if any(f.kind == "savepoint" and f.nth == 2 for f in build(s, "mysql-mysql").faults))
+    (_, first), (_, second) = scenario.segments()
+    assert second[0].kind == "savepoint" and all(f.kind != "savepoint" for f in first)
+    assert "then savepoint rollback" in scenario.script()
 
 
 def test_the_shrinker_removes_a_table_with_every_statement_naming_it():
