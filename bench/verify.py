@@ -5,14 +5,15 @@
 
 Per direction (MariaDB -> PostgreSQL, PostgreSQL -> PostgreSQL), on private servers: sysbench prepares --tables
 tables of --rows rows on the source, `cdc-assets snapshot` copies them, and a `cdc-assets sync` process applies the
-log from then on. Then three phases of --seconds each, in one run, while sysbench `oltp_write_only` writes at
---rate transactions/s: no verification; `cdc-assets verify` (lock-free rounds) again and again; `cdc-assets verify
---hold` again and again. Per phase: the application's transactions, its errors (sysbench's ignored errors on MySQL:
-deadlocks, lock wait timeouts; failed threads on PostgreSQL), the server's deadlock count, the application's
-latency p50/p99 (sysbench's own histogram), the full verification rounds completed and every split verdict
-(a FAILED one there is a false alarm: nothing was corrupted yet). Last, --corruptions rows of the target are
-corrupted at random (a changed value, a deleted row, an extra row) with the writer stopped, one lock-free
-`cdc-assets verify` runs, and each corruption must be named in the FAILED line of the split that holds its key.
+log from then on. Then four phases of --seconds each, in one run, while sysbench `oltp_write_only` writes at
+--rate transactions/s: no verification; `cdc-assets verify` (lock-free rounds) again and again; the same paced at
+PACED rows a second (`verify.rows_per_second`); `cdc-assets verify --hold` again and again. Per phase: the
+application's transactions, its errors (sysbench's ignored errors on MySQL: deadlocks, lock wait timeouts; failed
+threads on PostgreSQL), the server's deadlock count, the application's latency avg/p99 (sysbench's own figures),
+the full verification rounds completed and every split verdict (a FAILED one there is a false alarm: nothing was
+corrupted yet). Last, --corruptions rows of the target are corrupted at random (a changed value, a deleted row, an
+extra row) with the writer stopped, one lock-free `cdc-assets verify` runs, and each corruption must be named in
+the FAILED line of the split that holds its key.
 Prints figures, never asserts.
 """
 from __future__ import annotations
@@ -37,7 +38,9 @@ from cdc_assets.sources.postgres.slot import drop_slot, publication_name, slot_n
 
 REPO = Path(cdc_assets.__file__).resolve().parents[1]
 SOURCE_DB, TARGET_DB = "sbverify", "sbverify_target"
-PHASES = (("no verification", None), ("lock-free verify", []), ("verify --hold", ["--hold"]))
+PACED = 5_000  # rows/s of the paced phase (verify.rows_per_second)
+PHASES = (("no verification", None, 0), ("lock-free verify", [], 0), (f"lock-free, {PACED:,} rows/s", [], PACED),
+          ("verify --hold", ["--hold"], 0))
 
 
 class Direction:
@@ -72,8 +75,8 @@ class Direction:
         finally:
             conn.close()
 
-    def config(self, rows: int) -> Path:
-        path = self.base / f"{self.task}.yaml"
+    def config(self, rows: int, rows_per_second: int = 0) -> Path:
+        path = self.base / f"{self.task}_{rows_per_second}.yaml"
         path.write_text(yaml.safe_dump({
             "task_id": self.task,
             "source": {"db_type": self.kind, "url": self.server.url(SOURCE_DB), "tables": self.tables},
@@ -82,6 +85,7 @@ class Direction:
             "pipeline": {"checkpoint_interval_secs": 1.0},
             "runtime": {"data_dir": str(self.base / f"state_{self.task}")},
             "spark": {"master": "local[*]"},
+            "verify": {"rows_per_second": rows_per_second},
         }))
         return path
 
@@ -219,8 +223,8 @@ def bench(kind: str, args, mariadb, postgres) -> None:
         print(f"\n{kind} -> postgres: {args.tables} tables x {args.rows:,} rows, sysbench oltp_write_only at "
               f"{args.rate} tx/s (4 threads), {args.seconds} s per phase")
         results = {}
-        for name, extra in PHASES:
-            results[name] = phase(d, args, config, extra)
+        for name, extra, pace in PHASES:
+            results[name] = phase(d, args, d.config(args.rows, pace) if pace else config, extra)
             f = results[name]
             verify = (f", {f['rounds']} full verify rounds; split verdicts: {f['passed']} passed, {f['failed']} FAILED, "
                       f"{f['inconclusive']} inconclusive" if extra is not None else "")
@@ -230,7 +234,7 @@ def bench(kind: str, args, mariadb, postgres) -> None:
             for line in f.get("false alarms", []):
                 print(f"    false alarm: {line[:300]}")
         base = results["no verification"]["p99 ms"]
-        for name in ("lock-free verify", "verify --hold"):
+        for name, _, _ in PHASES[1:]:
             print(f"  p99 with {name}: {results[name]['p99 ms'] / base:.2f}x the run without verification")
         found, total, missed = corrupt(d, config, args.corruptions, args.rows)
         print(f"  corruptions: {found}/{total} found in the split holding them" +

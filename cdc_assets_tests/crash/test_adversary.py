@@ -48,7 +48,7 @@ def test_seeded_scenario_ends_with_the_target_equal_to_the_source(tmp_path, serv
 def test_a_scenario_is_its_seed():
     assert build(11, "mysql-postgres") == build(11, "mysql-postgres")
     assert build(11, "mysql-postgres") != build(12, "mysql-postgres")
-    drawn = {build(s).direction for s in range(40)}
+    drawn = {build(s).direction for s in range(8)}  # each build writes kilobytes of random text: a few suffice
     assert drawn == {"mysql-postgres", "mysql-mysql", "postgres-postgres", "postgres-mysql"}
 
 
