@@ -216,6 +216,7 @@ def cmd_sync(args) -> int:
     config, _ = _config(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     runtime = TaskRuntime(config)
+    saved = None
     try:
         # The lease is held until the savepoint is taken: no batch in between. A signal stops the wait for it at
         # once; once it is held, at the end of the batch in hand (interrupts.py).
@@ -226,6 +227,12 @@ def cmd_sync(args) -> int:
             saved = savepoints.create(runtime, args.savepoint_on_stop) if args.savepoint_on_stop else None
             for line in report.lines() + (saved.lines() if saved else []):  # before `deferred` raises a signal's stop
                 print(line)
+    except Interrupted as exc:
+        if args.savepoint_on_stop and saved is None and not exc.told:
+            interrupts.say(f"{exc.line('sync')}; savepoint {args.savepoint_on_stop} was not taken: `cdc-assets "
+                           f"savepoint create {args.savepoint_on_stop}` takes it once no sync runs")
+            exc.told = True
+        raise
     finally:
         runtime.close()
     return 0
