@@ -149,3 +149,24 @@ def mysql_table_task(servers, unique_name: str, tmp_path: Path, task_id: str, pi
         finally:
             rt.close()
             tgt.close()
+
+
+def three_targets(tmp_path: Path, servers, mariadb_target, db: str, task_id: str, **sections) -> Path:
+    """A task file: the MariaDB table `<db>.t` into three targets, pg_a and pg_b (PostgreSQL databases `<db>_a`,
+    `<db>_b`, created here) and maria (the second MariaDB)."""
+    for name in ("a", "b"):
+        servers.postgres.create_database(f"{db}_{name}")
+    path = tmp_path / f"{task_id}.yaml"
+    path.write_text(yaml.safe_dump({
+        "task_id": task_id,
+        "source": {"db_type": "mysql", "url": servers.mariadb.url(), "tables": [f"{db}.t"]},
+        "targets": [
+            {"name": "pg_a", "db_type": "postgres", "url": servers.postgres.url(f"{db}_a")},
+            {"name": "pg_b", "db_type": "postgres", "url": servers.postgres.url(f"{db}_b")},
+            {"name": "maria", "db_type": "mysql", "url": mariadb_target.url()},
+        ],
+        "runtime": {"data_dir": str(tmp_path / "state")},
+        "spark": {"master": "local[2]"},
+        **sections,
+    }))
+    return path

@@ -7,14 +7,13 @@ import signal
 import subprocess
 
 import pytest
-import yaml
 
 from cdc_assets.config import load_config
 from cdc_assets.engine.faults import ENV as CRASH_ENV
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.resumer.records import CDC_RESET
-from cdc_assets_tests.support import cli_command, snapshot_all
+from cdc_assets_tests.support import cli_command, snapshot_all, three_targets
 
 pytestmark = pytest.mark.crash
 NAMES = ("pg_a", "pg_b", "maria")
@@ -39,20 +38,7 @@ def test_a_reset_of_three_targets_killed_midway_is_finished_by_running_it_again(
     with src.cursor() as cur:
         cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
         cur.execute("INSERT INTO t SELECT seq, seq FROM seq_1_to_30")
-    for name in ("a", "b"):
-        servers.postgres.create_database(f"{db}_{name}")
-    path = tmp_path / "three.yaml"
-    path.write_text(yaml.safe_dump({
-        "task_id": f"rst_{db}",
-        "source": {"db_type": "mysql", "url": servers.mariadb.url(), "tables": [f"{db}.t"]},
-        "targets": [
-            {"name": "pg_a", "db_type": "postgres", "url": servers.postgres.url(f"{db}_a")},
-            {"name": "pg_b", "db_type": "postgres", "url": servers.postgres.url(f"{db}_b")},
-            {"name": "maria", "db_type": "mysql", "url": mariadb_target.url()},
-        ],
-        "runtime": {"data_dir": str(tmp_path / "state")},
-        "spark": {"master": "local[2]"},
-    }))
+    path = three_targets(tmp_path, servers, mariadb_target, db, f"rst_{db}")
     rt = TaskRuntime(load_config(path))
     rt.adopt_spark(spark)
     try:

@@ -3,13 +3,11 @@ verified on its own, against its own checkpoint, and its results are its own; a 
 that target's split only, and materializing the split again repairs that target."""
 import subprocess
 
-import yaml
-
 from cdc_assets.config import load_config
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.verify import FAILED, PASSED, verify_table
-from cdc_assets_tests.support import cli_command, fetch_rows, snapshot_all
+from cdc_assets_tests.support import cli_command, fetch_rows, snapshot_all, three_targets
 
 ROWS = 60
 CORRUPT = 25
@@ -23,21 +21,7 @@ def test_each_of_three_targets_is_verified_and_repaired_on_its_own(tmp_path, ser
     with src.cursor() as cur:
         cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))")
         cur.execute(f"INSERT INTO t SELECT seq, CONCAT('v', seq) FROM seq_1_to_{ROWS}")
-    for name in ("a", "b"):
-        servers.postgres.create_database(f"{db}_{name}")
-    path = tmp_path / "three.yaml"
-    path.write_text(yaml.safe_dump({
-        "task_id": f"three_{db}",
-        "source": {"db_type": "mysql", "url": servers.mariadb.url(), "tables": [f"{db}.t"]},
-        "targets": [
-            {"name": "pg_a", "db_type": "postgres", "url": servers.postgres.url(f"{db}_a")},
-            {"name": "pg_b", "db_type": "postgres", "url": servers.postgres.url(f"{db}_b")},
-            {"name": "maria", "db_type": "mysql", "url": mariadb_target.url()},
-        ],
-        "snapshot": {"split_size": 20},
-        "runtime": {"data_dir": str(tmp_path / "state")},
-        "spark": {"master": "local[2]"},
-    }))
+    path = three_targets(tmp_path, servers, mariadb_target, db, f"three_{db}", snapshot={"split_size": 20})
     rt = TaskRuntime(load_config(path))
     rt.adopt_spark(spark)
     pg_b = servers.postgres.connect(f"{db}_b")
