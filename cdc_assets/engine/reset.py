@@ -66,10 +66,9 @@ def reset_targets(rt: TaskRuntime, to: ResetTo, by: str, position: Position | No
     Raises PositionLost for a position the log no longer has."""
     lanes = rt.lanes_named(targets)
     with task_lease(rt.config, "reset", owner=rt):
-        for lane in lanes:  # each must have a checkpoint before any moves
-            _checkpoint(lane)
+        checkpoints = [_checkpoint(lane) for lane in lanes]  # each must have one before any moves
         after = _target(rt, to, position)
-        return [_reset(lane, to, by, after) for lane in lanes]
+        return [_reset(lane, checkpoint, to, by, after) for lane, checkpoint in zip(lanes, checkpoints)]
 
 
 def _checkpoint(rt: TaskRuntime) -> Checkpoint:
@@ -82,9 +81,8 @@ def _checkpoint(rt: TaskRuntime) -> Checkpoint:
     return checkpoint
 
 
-def _reset(rt: TaskRuntime, to: ResetTo, by: str, after: Position) -> ResetResult:
+def _reset(rt: TaskRuntime, checkpoint: Checkpoint, to: ResetTo, by: str, after: Position) -> ResetResult:
     task_id, resumer = rt.position_key, rt.resumer
-    checkpoint = _checkpoint(rt)
     before = checkpoint.position
     effect, log_bytes, warning = _effect(rt, before, after)
     at = now_text()

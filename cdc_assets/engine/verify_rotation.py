@@ -28,11 +28,11 @@ def next_splits(rt: TaskRuntime, count: int) -> Rotation:
         plan = rt.plans.load(table)
         if plan is None or table not in applied:
             continue
-        finished = rt.resumer.finished([s.id for s in plan.splits], plan_id=plan.plan_id)
-        failing += [(table, s) for s in sorted(set().union(*(
-            needing_repair(lane, lane.resumer.finished([s.id for s in plan.splits], plan_id=plan.plan_id))
-            for lane in rt.lanes)))]
-        candidates += [(table, s.id) for s in plan.splits if s.id in finished]
+        ids = [s.id for s in plan.splits]
+        finished = {lane.name: lane.resumer.finished(ids, plan_id=plan.plan_id) for lane in rt.lanes}
+        failing += [(table, s) for s in sorted(set().union(*(needing_repair(lane, finished[lane.name])
+                                                             for lane in rt.lanes)))]
+        candidates += [(table, s) for s in ids if s in finished[rt.name]]
     results = last_results(rt, [s for _, s in candidates])
 
     def last_checked(item: tuple[TableId, str]) -> str:

@@ -65,9 +65,12 @@ def compare_split(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, split: 
             moved = {key for _, key in logged}
             recent = {key for at, key in logged if not is_before(at, start)}
         source = {text(k): digest(r, kinds) for k, r in zip(keys, read.rows)}
-        target_keys = {text(k): k for k in (tuple(r[i] for i in key_at) for r in target_rows)}
-        rounds.judge(source, {text(tuple(r[i] for i in key_at)): digest(r, kinds) for r in target_rows}, moved,
-                     recent)
+        target_keys, target = {}, {}
+        for row in target_rows:
+            key = tuple(row[i] for i in key_at)
+            named = text(key)
+            target_keys[named], target[named] = key, digest(row, kinds)
+        rounds.judge(source, target, moved, recent)
         low, position = start, str(high)
     return Window(rounds, position=position, target_keys=target_keys)
 
