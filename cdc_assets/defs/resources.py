@@ -1,7 +1,13 @@
-"""The task's resources: the engine's runtime for one config, and its Spark session, built per run and torn down after it."""
+"""The task's resources: the engine's runtime for one config, and its Spark session, built per run and torn down after it.
+
+A process that executes runs in process (the CLI's `snapshot`) lends them its own runtime (`lent`): one load of the
+config and one runtime per process. Each run still starts on fresh connections (the lent runtime reconnects when
+the run ends), so a run that failed on a lost connection leaves nothing broken for the next one.
+"""
 from __future__ import annotations
 
-from typing import Any, Optional
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional
 
 import dagster as dg
 from dagster_pyspark import PySparkResource
@@ -24,11 +30,14 @@ class CdcTask(dg.ConfigurableResource):
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         path = self.config_path or self.config_paths[run_task(context.run, list(self.config_paths))]
-        self._runtime = TaskRuntime(load_config(path))
+        self._runtime = _LENT.get(path) or TaskRuntime(load_config(path))
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         if self._runtime is not None:
-            self._runtime.close()
+            if any(self._runtime is r for r in _LENT.values()):
+                self._runtime.reconnect()  # the lender closes it
+            else:
+                self._runtime.close()
             self._runtime = None
 
     @property
@@ -92,6 +101,20 @@ def run_task(run: dg.DagsterRun | None, task_ids: list[str]) -> str:
         raise CdcError(f"run {run.run_id} of job {run.job_name} belongs to {what}",
                        "materialize the assets of one task per run (each task is its own asset group)")
     return tasks.pop()
+
+
+_LENT: dict[str, TaskRuntime] = {}  # config path -> the runtime of the process that runs it in process
+
+
+@contextmanager
+def lent(runtime: TaskRuntime, config_path: str) -> Iterator[None]:
+    """The runs this process executes in process use `runtime` as their `cdc_task` (Dagster copies resource
+    objects, so the runtime cannot travel inside one)."""
+    _LENT[config_path] = runtime
+    try:
+        yield
+    finally:
+        _LENT.pop(config_path, None)
 
 
 def task_spark(config: TaskConfig, stop_on_teardown: bool = True) -> TaskSpark:

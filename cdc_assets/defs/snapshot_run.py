@@ -12,10 +12,9 @@ import dagster as dg
 from cdc_assets import interrupts
 from cdc_assets.config import TaskConfig
 from cdc_assets.core.splits import SplitPlan
-from cdc_assets.defs.build import build_definitions
-from cdc_assets.defs.names import asset_key
+from cdc_assets.defs.assets import table_asset
 from cdc_assets.defs.partitions import register
-from cdc_assets.defs.resources import CdcTask, task_spark
+from cdc_assets.defs.resources import CdcTask, lent, task_spark
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.log_start import task_progress
 from cdc_assets.engine.runtime import TaskRuntime
@@ -73,40 +72,37 @@ class SnapshotReport:
 
 def run_snapshot(config: TaskConfig, config_path: str, instance: dg.DagsterInstance,
                  spark_ready: Callable[[], None] = lambda: None) -> SnapshotReport:
-    """`spark_ready`: returns once a session started early (the CLI's) is up, or failed to start."""
+    """`spark_ready`: returns once a session started early (the CLI's) is up, or failed to start. One runtime for
+    the whole command, lent to the runs (defs/resources.py `lent`); only the table assets are built."""
     runtime = TaskRuntime(config)
     try:
         plans = [p.plan for p in ensure_plans(runtime)]
         register(instance, config.task_id, plans)
         finished, unanswered = finished_everywhere(runtime, plans)  # a split some target lacks is materialized again
-        positions = runtime.describe_store()
-        notes = runtime.capture_notes
-    finally:
-        runtime.close()
-
-    defs = build_definitions(config, config_path)
-    resources = {"cdc_task": CdcTask(config_path=config_path), "pyspark": task_spark(config, stop_on_teardown=False)}
-    reports = []
-    try:
-        spark_ready()
-        for plan in plans:
-            asset = defs.get_assets_def(asset_key(config.task_id, plan.table))
-            reports.append(_snapshot_table(instance, asset, resources, plan, finished, config.snapshot.partitions_per_run))
-    finally:
-        _stop_spark()
-
-    runtime = TaskRuntime(config)
-    try:
+        positions, notes = runtime.describe_store(), list(runtime.capture_notes)
+        runtime.reconnect()  # the runs open their own connections; these would idle through them
+        resources = {"cdc_task": CdcTask(config_path=config_path),
+                     "pyspark": task_spark(config, stop_on_teardown=False)}
+        reports = []
+        try:
+            spark_ready()
+            with lent(runtime, config_path):
+                for plan in plans:
+                    reports.append(_snapshot_table(instance, table_asset(config, plan.table), resources, plan,
+                                                   finished, config.snapshot.partitions_per_run))
+        finally:
+            _stop_spark()
         done = runtime.resumer.finished()
-        progress = {str(table): finished for table, finished, _ in task_progress(runtime)}
+        progress = {str(table): count for table, count, _ in task_progress(runtime)}
+        report = SnapshotReport(reports, positions, notes, unanswered)
     finally:
         runtime.close()
-    for report, plan in zip(reports, plans):
+    for table, plan in zip(report.tables, plans):
         ids = [s.id for s in plan.splits]
-        report.finished = progress.get(report.table, 0)  # with several targets: where the commit policy is met
-        report.rows = sum(int(done[s].position_data.get("rows", 0)) for s in ids
-                          if s in done and done[s].position_data.get("plan_id") == plan.plan_id)
-    return SnapshotReport(reports, positions, notes, unanswered)
+        table.finished = progress.get(table.table, 0)  # with several targets: where the commit policy is met
+        table.rows = sum(int(done[s].position_data.get("rows", 0)) for s in ids
+                         if s in done and done[s].position_data.get("plan_id") == plan.plan_id)
+    return report
 
 
 def cli_instance(home: Path) -> dg.DagsterInstance:
