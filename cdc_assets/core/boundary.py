@@ -190,8 +190,10 @@ class SnapshotSource(Protocol):
     # tells what changed around a `read_split`; otherwise the log does (engine/verify_window.py).
     row_versions: bool
 
-    def read_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat) -> Any:
-        """The range's rows as `target` compares them (`.rows`), read without a lock: one consistent view."""
+    def read_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat,
+                   rows_per_second: int = 0) -> Any:
+        """The range's rows as `target` compares them (`.rows`), read without a lock: one consistent view,
+        fetched at no more than `rows_per_second` (0: no limit)."""
 
     def changed_since(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat,
                       read: Any) -> set[tuple]:

@@ -47,7 +47,8 @@ def compare_split(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, split: 
     while rounds.rounds < ROUNDS and not rounds.settled:
         start = rt.source.current_position()
         low = low or start
-        read = rt.source.read_split(schema, split.range, plan.key_kind, rt.sink.target_format())
+        read = rt.source.read_split(schema, split.range, plan.key_kind, rt.sink.target_format(),
+                                    rt.config.verify.rows_per_second)
         high = rt.source.current_position()
         if not wait_for(rt, high, wait_secs)[0]:
             return Window(rounds, blocked=f"the checkpoint did not reach {high} within {wait_secs:.0f} s")

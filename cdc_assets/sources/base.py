@@ -203,11 +203,12 @@ class SqlSource:
         select = None if target is None else self.compared_columns(schema, target)
         return hold_range(self.url, schema, key_range, kind, select, lock_wait_secs)
 
-    def read_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat) -> SplitRead:
+    def read_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat,
+                   rows_per_second: int = 0) -> SplitRead:
         """The split's rows as `target` compares them, read without a lock (split_read.py); with each row's
         version where the source keeps one (`row_versions`)."""
         return read_range(self.url, schema, key_range, kind, self.compared_columns(schema, target),
-                          versions=self.row_versions)
+                          versions=self.row_versions, rows_per_second=rows_per_second)
 
     def changed_since(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat,
                       read: SplitRead) -> set[tuple]:

@@ -5,7 +5,10 @@ by each row's version (`xmin`: the transaction that wrote the row version read),
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+
+import pymysql.cursors
 
 from cdc_assets.core.keys import range_predicate
 from cdc_assets.core.splits import KeyRange
@@ -24,9 +27,11 @@ class SplitRead:
 
 
 def read_range(url: DbUrl, schema: TableSchema, key_range: KeyRange, kind: str, select: list[str] | None = None,
-               versions: bool = False) -> SplitRead:
+               versions: bool = False, rows_per_second: int = 0) -> SplitRead:
     """`select`: every column's expression in schema order (default the key alone). With `versions`
-    (PostgreSQL), each row's xmin too, by the key values as selected."""
+    (PostgreSQL), each row's xmin too, by the key values as selected. `rows_per_second` (0: as fast as it
+    comes): the rows are fetched from a server-side cursor at that rate, so a large split costs the source a
+    trickle instead of a burst; it is still one statement, so still one consistent view."""
     dialect = url.db_type
     q = lambda name: quote_ident(dialect, name)  # noqa: E731
     table = qualified(dialect, schema.table.namespace, schema.table.name)
@@ -35,19 +40,42 @@ def read_range(url: DbUrl, schema: TableSchema, key_range: KeyRange, kind: str, 
     key_at = ([i for k in schema.primary_key for i, c in enumerate(schema.columns) if c.name == k] if select
               else list(range(len(key))))
     where = range_predicate(q(schema.split_column.name), key_range, kind, dialect)
-    conn = connect(url, autocommit=True)
+    listed = ["xmin::text", *columns] if versions else columns
+    statement = f"SELECT {', '.join(listed)} FROM {table} WHERE {where} ORDER BY {', '.join(key)}"
+    # A PostgreSQL server-side cursor lives in a transaction: one statement in it, so one snapshot all the same.
+    conn = connect(url, autocommit=not (rows_per_second and dialect == "postgres"))
     try:
-        with conn.cursor() as cur:
-            if dialect == "postgres":
+        if dialect == "postgres":
+            with conn.cursor() as cur:
                 cur.execute("SET extra_float_digits = 3")  # real and double exactly, before PostgreSQL 12 too
-            listed = ["xmin::text", *columns] if versions else columns
-            cur.execute(f"SELECT {', '.join(listed)} FROM {table} WHERE {where} ORDER BY {', '.join(key)}")
-            rows = [tuple(r) for r in cur.fetchall()]
+        with _cursor(conn, dialect, rows_per_second) as cur:
+            cur.execute(statement)
+            rows = _fetch(cur, rows_per_second)
     finally:
         conn.close()
     if not versions:
         return SplitRead(rows)
     return SplitRead([r[1:] for r in rows], {tuple(r[1 + i] for i in key_at): r[0] for r in rows})
+
+
+def _cursor(conn, dialect: str, rows_per_second: int):
+    if not rows_per_second:
+        return conn.cursor()
+    if dialect == "postgres":
+        return conn.cursor(name="cdc_assets_verify_read")
+    return conn.cursor(pymysql.cursors.SSCursor)  # rows as they are fetched, not all at once
+
+
+def _fetch(cur, rows_per_second: int) -> list[tuple]:
+    if not rows_per_second:
+        return [tuple(r) for r in cur.fetchall()]
+    chunk = max(100, rows_per_second // 20)  # about twenty fetches a second
+    rows: list[tuple] = []
+    started = time.monotonic()
+    while batch := cur.fetchmany(chunk):
+        rows.extend(tuple(r) for r in batch)
+        time.sleep(max(0.0, len(rows) / rows_per_second - (time.monotonic() - started)))
+    return rows
 
 
 def changed_versions(url: DbUrl, schema: TableSchema, key_range: KeyRange, kind: str, select: list[str],

@@ -128,7 +128,8 @@ class MongoSource:
                 found.update(_comparable(to_key(doc, spec)[0]) for doc in coll.find({ID: {"$in": ids}}, {ID: 1}))
         return {key for key in keys if _comparable(key[0]) in found}
 
-    def read_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat):
+    def read_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat,
+                   rows_per_second: int = 0):
         self.hold_split(schema, key_range, kind, target)
 
     def changed_since(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat, read):

@@ -1,0 +1,53 @@
+"""A paced split read (`verify.rows_per_second`) fetches the same rows as an unpaced one, from a server-side
+cursor in chunks at the rate, on both SQL sources."""
+from __future__ import annotations
+
+import pytest
+
+from cdc_assets.core.splits import KeyRange
+from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.sources import split_read
+from cdc_assets_tests.support import config_for, source_database
+
+ROWS = 1_000
+SEED = {"mysql": ["CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
+                  f"INSERT INTO t SELECT seq, concat('v', seq) FROM seq_1_to_{ROWS}"],
+        "postgres": ["CREATE SCHEMA app", "CREATE TABLE app.t (id INT PRIMARY KEY, v VARCHAR(20))",
+                     f"INSERT INTO app.t SELECT i, 'v' || i FROM generate_series(1, {ROWS}) AS s(i)"]}
+
+
+class Clock:
+    """Time that passes 1 ms per look and by what is slept, nothing else."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def look(self) -> float:
+        self.now += 0.001
+        return self.now
+
+    def sleep(self, secs: float) -> None:
+        self.now += secs
+
+
+@pytest.mark.parametrize("kind", ["mysql", "postgres"])
+def test_a_paced_read_fetches_the_same_rows_in_chunks_at_the_rate(tmp_path, servers, unique_name, kind, monkeypatch):
+    with source_database(servers, kind, unique_name, SEED[kind]):
+        table = f"{unique_name}.t" if kind == "mysql" else "app.t"
+        rt = TaskRuntime(config_for(tmp_path, servers, task_id="paced_read", source=kind, source_db=unique_name,
+                                    tables=[table], target="postgres", target_db=f"{unique_name}_tgt"))
+        try:
+            schema = rt.source.describe(rt.config.source.table_ids[0])
+        finally:
+            rt.close()
+        url, whole, versions = rt.config.source.db_url, KeyRange(None, None), kind == "postgres"
+        plain = split_read.read_range(url, schema, whole, "int", versions=versions)
+
+        clock, slept = Clock(), []
+        monkeypatch.setattr(split_read.time, "sleep", lambda secs: (slept.append(secs), clock.sleep(secs)))
+        monkeypatch.setattr(split_read.time, "monotonic", clock.look)
+        paced = split_read.read_range(url, schema, whole, "int", versions=versions, rows_per_second=2_000)
+
+    assert paced == plain and len(plain.rows) == ROWS
+    # 100-row chunks at 2,000 rows/s: a sleep after each, 0.5 s in all less the clock's own ticks
+    assert len(slept) == ROWS // 100 and 0.45 < sum(slept) <= 0.5, slept
