@@ -97,3 +97,19 @@ def test_sync_and_snapshot_metadata_carry_every_target():
     meta = _metadata(results)
     assert meta["target_a_rows"].value == 12 and meta["target_b_rows"].value == 0
     assert meta["target_b"].value == "0 splits committed, 1 finished before, 1 failed; failed: refused"
+
+
+def test_a_savepoint_run_of_several_targets_lists_each_target_and_sums_what_it_restored():
+    from cdc_assets.defs.savepoints import SavepointConfig, _summary
+
+    assert SavepointConfig(name="s").targets == [] and SavepointConfig(name="s", targets=["b"]).targets == ["b"]
+    sp = Savepoint("s", 1, "2026-01-01 00:00:00", {**PgPosition(100).to_json(), "schema_version": 1}, {}, {},
+                   ["shop.orders"], {})
+    reports = [SavepointReport("s", sp, 0.25, "rolled back to", "a", {"shop.orders": 3}),
+               SavepointReport("s", sp, 0.5, "rolled back to", "b", {"shop.orders": 4}, ["later"])]
+    lines, meta = _summary(reports, {"a": [sp], "b": [sp]}, several=True)
+    assert lines == [f"a: {sp.line()}", f"b: {sp.line()}"]
+    assert meta["keys_restored"].value == {"shop.orders": 7} and meta["dropped_later_savepoints"].value == "later"
+    assert meta["targets"].value.count("rolled back to savepoint s") == 2 and meta["seconds"].value == 0.75
+    one_lines, one = _summary(reports[:1], {"a": [sp]}, several=False)
+    assert one_lines == [sp.line()] and "targets" not in one
