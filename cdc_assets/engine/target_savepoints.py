@@ -75,6 +75,12 @@ def _finished(lane: TaskRuntime, plan_ids) -> dict[str, str]:
             if r.position_data.get("plan_id") in plan_ids}
 
 
+def _state(checkpoint: dict) -> dict:
+    """What a checkpoint record says of its target's state: a rollback's mark aside (back at a savepoint, the
+    target is in the state the savepoint tagged)."""
+    return {k: v for k, v in checkpoint.items() if k != ROLLBACK_MARK}
+
+
 def create_check(lane: TaskRuntime, name: str) -> Savepoint | None:
     """Can the lane take savepoint `name` now? The one it has already when it tags this very state (a create
     killed after this target: running it again keeps it), None when it has none; SavepointError otherwise."""
@@ -83,7 +89,7 @@ def create_check(lane: TaskRuntime, name: str) -> Savepoint | None:
         raise SavepointError(f"{whose(lane)} has no checkpoint yet: a savepoint tags a state the log phase can "
                              "resume from", "finish the snapshot and run `cdc-assets sync --until-caught-up` first")
     there = next((sp for sp in list_savepoints(lane) if sp.name == name), None)
-    if there is None or there.checkpoint == dict(record.position_data):
+    if there is None or _state(there.checkpoint) == _state(record.position_data):
         return there
     only = f" --target {lane.name}" if len(lane.lanes) > 1 else ""
     raise SavepointError(f"{whose(lane)} already has a savepoint {name!r}, of an earlier state ({there.position}; "

@@ -5,7 +5,8 @@
   checkpoint reached SQLite: the first two targets are at the savepoint, the third as before; the same rollback
   again finishes it, every target equals the saved state row by row, and a sync makes each equal the source.
 - A PostgreSQL source into two PostgreSQL databases: the same savepoint name on both targets is two slots beside
-  the task's one slot; a rollback of every target is refused, touching none, while one target lacks the
+  the task's one slot; a create run again keeps the targets that have it and tags the others, and is refused
+  when the name tags an earlier state; a rollback of every target is refused, touching none, while one target lacks the
   savepoint; `--target` rolls back one target and leaves the other as it was; a sync then converges both.
 """
 import os
@@ -25,6 +26,7 @@ from cdc_assets.sources.postgres.slot import slot_name
 from cdc_assets_tests.support import cli_command, fetch_rows, run_transactions, snapshot_all, three_targets
 
 pytestmark = pytest.mark.crash
+KEPT = "kept (there already at this state)"
 CHANGES = ["UPDATE t SET v = v + 100 WHERE id <= 10", "DELETE FROM t WHERE id BETWEEN 20 AND 24",
            "INSERT INTO t VALUES (101, 1), (102, 2)", "UPDATE t SET id = 103 WHERE id = 15"]
 
@@ -138,6 +140,11 @@ def test_one_target_rolls_back_alone_and_the_same_savepoint_on_two_targets_holds
         created = savepoints.create_on(rt, "s")
         [only_a] = savepoints.create_on(rt, "only_a", ["a"])
         assert only_a.target == "a"
+        # A create that reached some targets (as if killed after them) finishes when run again.
+        assert [(r.target, r.action) for r in savepoints.create_on(rt, "s")] == [("a", KEPT), ("b", KEPT)]
+        savepoints.create_on(rt, "part", ["a"])
+        assert [(r.target, r.action) for r in savepoints.create_on(rt, "part")] == [("a", KEPT), ("b", "created")]
+        savepoints.delete_on(rt, "part")
         slots = {r.target: r.savepoint.log_tag["slot"] for r in created}
         with src.cursor() as cur:
             cur.execute("SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE %s",
@@ -151,6 +158,9 @@ def test_one_target_rolls_back_alone_and_the_same_savepoint_on_two_targets_holds
         later = fetch_rows(src, "t", "id")
         assert now() == {"a": later, "b": later} and later != saved
         a_checkpoint = rt.lanes[0].resumer.checkpoint()
+        with pytest.raises(SavepointError) as taken:  # the name tags an earlier state: no target is tagged again
+            savepoints.create_on(rt, "s")
+        assert "already has a savepoint 's', of an earlier state" in str(taken.value)
 
         with pytest.raises(SavepointError) as refused:  # b has no savepoint only_a: neither target moves
             savepoints.rollback_on(rt, "only_a")
