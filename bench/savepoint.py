@@ -24,7 +24,7 @@ import yaml
 
 from cdc_assets.config import load_config
 from cdc_assets.dev.servers import start_servers, stop_servers
-from cdc_assets.engine import savepoints
+from cdc_assets.engine import savepoints, target_savepoints
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
@@ -122,16 +122,16 @@ def measure(kind: str, mariadb, postgres, base: Path, rows: int, changes: int, s
         out["without"] = events / secs
 
         began = time.monotonic()
-        savepoints.create(rt, "bench")
+        savepoints.create_on(rt, "bench")
         out["create"] = time.monotonic() - began
 
         updates(kind, server, db, rows, changes, 7)
         events, secs = timed_sync(rt)
         out["with"] = events / secs
-        out["images"] = sum(savepoints.storage(rt).values())
+        out["images"] = sum(target_savepoints.storage(rt).values())
 
         began = time.monotonic()
-        report = savepoints.rollback(rt, "bench")
+        [report] = savepoints.rollback_on(rt, "bench")
         out["rollback"] = time.monotonic() - began
         out["restored"] = sum(report.restored.values())
         began = time.monotonic()
@@ -143,7 +143,7 @@ def measure(kind: str, mariadb, postgres, base: Path, rows: int, changes: int, s
             print(f"MISMATCH {out['direction']}: source {totals(src)}, target {totals(tgt)}")
         src.close()
         tgt.close()
-        savepoints.delete(rt, "bench")
+        savepoints.delete_on(rt, "bench")
     finally:
         rt.close()
     return out

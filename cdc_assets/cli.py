@@ -67,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     sync.add_argument("--until-caught-up", action="store_true",
                       help="stop at the source's log end as read at the start, instead of following the log")
     sync.add_argument("--savepoint-on-stop", metavar="NAME",
-                      help="when the sync stops (at a batch end: SIGTERM/SIGINT, or caught up), create savepoint NAME")
+                      help="when the sync stops (at a batch end: SIGTERM/SIGINT, or caught up), create savepoint NAME "
+                           "(on every target)")
     sync.set_defaults(func=cmd_sync)
     reset = sub.add_parser("reset", help="move the checkpoint (stop `sync` first): to the log end, skipping what "
                                          "lies between; or back, replaying; records who moved it from where to where")
@@ -97,8 +98,11 @@ def _parser() -> argparse.ArgumentParser:
                          ("delete", "drop savepoint NAME and the before-images only it needs")):
         cmd = actions.add_parser(action, help=text)
         cmd.add_argument("name", metavar="NAME")
+        cmd.add_argument("--target", action="append", help="only this target (repeatable; default: every target)")
         cmd.set_defaults(func=cmd_savepoint, action=action)
-    listing = actions.add_parser("list", help="the task's savepoints, oldest first, and the before-images held")
+    listing = actions.add_parser("list", help="the task's savepoints, oldest first, and the before-images held, "
+                                              "per target")
+    listing.add_argument("--target", action="append", help="only this target (repeatable; default: every target)")
     listing.set_defaults(func=cmd_savepoint, action="list", name=None)
     check = sub.add_parser("check", help="load every task file as the code location does (a file, or each of a "
                                          "folder's); one line per file: ok, or its error; exit 2 if any does not load")
@@ -224,8 +228,8 @@ def cmd_sync(args) -> int:
             report = sync(runtime, until_caught_up=args.until_caught_up, stop=interrupts.requested(),
                           on_batch=lambda r: print(f"batch {r.batches}: {r.events} changes, checkpoint {r.checkpoint}",
                                                    file=sys.stderr) if r.batches % 100 == 1 else None)
-            saved = savepoints.create(runtime, args.savepoint_on_stop) if args.savepoint_on_stop else None
-            for line in report.lines() + (saved.lines() if saved else []):  # before `deferred` raises a signal's stop
+            saved = savepoints.create_on(runtime, args.savepoint_on_stop) if args.savepoint_on_stop else None
+            for line in report.lines() + [line for r in saved or [] for line in r.lines()]:  # before `deferred`'s stop
                 print(line)
     except Interrupted as exc:
         if args.savepoint_on_stop and saved is None and not exc.told:
@@ -244,26 +248,28 @@ def _stopping_sync(savepoint: str | None) -> str:
 
 
 def cmd_savepoint(args) -> int:
-    from cdc_assets.engine import savepoints
+    from cdc_assets.engine import savepoints, target_savepoints
     from cdc_assets.engine.runtime import TaskRuntime
 
     config, _ = _config(args)
     runtime = TaskRuntime(config)
     try:
         if args.action == "list":
-            every = savepoints.list_savepoints(runtime)
-            for sp in every:
-                print(sp.line())
-            if not every:
-                print(f"task {config.task_id} has no savepoints")
-            for table, images in savepoints.storage(runtime).items():
-                print(f"before-images held for {table}: {images} rows")
+            for lane in runtime.lanes_named(args.target):
+                on = f"target {lane.name}: " if len(runtime.lanes) > 1 else ""
+                every = target_savepoints.list_savepoints(lane)
+                for sp in every:
+                    print(on + sp.line())
+                if not every:
+                    print(f"target {lane.name} has no savepoints" if on else f"task {config.task_id} has no savepoints")
+                for table, images in target_savepoints.storage(lane).items():
+                    print(f"{on}before-images held for {table}: {images} rows")
             return 0
-        action = {"create": savepoints.create, "rollback": savepoints.rollback, "delete": savepoints.delete}
-        report = action[args.action](runtime, args.name)
+        action = {"create": savepoints.create_on, "rollback": savepoints.rollback_on, "delete": savepoints.delete_on}
+        reports = action[args.action](runtime, args.name, args.target)
     finally:
         runtime.close()
-    for line in report.lines():
+    for line in (line for report in reports for line in report.lines()):
         print(line)
     if args.action == "rollback":
         print("run `cdc-assets sync` to replay the log from the savepoint's position")

@@ -22,7 +22,6 @@ from cdc_assets.engine.lane_states import target_checkpoints
 from cdc_assets.engine.membership import membership
 from cdc_assets.engine.planning import load_plans
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.engine.savepoints import rollback_mark
 from cdc_assets.errors import CdcError
 
 ACTIVE = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
@@ -147,7 +146,8 @@ def _decide(runtime: TaskRuntime):
     plans = ",".join(sorted(p.plan_id for p in load_plans(runtime).values()))
     # Once per plan and checkpoint: never twice for the same start, and a new key after each run's progress.
     run_key = f"{hashlib.sha256(plans.encode()).hexdigest()[:12]}@{checkpoint.position if checkpoint else 'start'}"
-    run_key += rollback_mark(runtime)  # a rollback brings back a checkpoint an earlier run started from
+    if checkpoint is not None and checkpoint.rolled_back_to:  # it brings back a checkpoint an earlier run started from
+        run_key += f"~{checkpoint.rolled_back_to}"
     # Several targets: a target back from an outage starts from an earlier position.
     run_key += f"#{hashlib.sha256(targets.key.encode()).hexdigest()[:12]}" if targets.key else ""
     return dg.RunRequest(run_key=run_key + (f"+{changed}" if changed else ""), tags={TASK_TAG: runtime.config.task_id})

@@ -30,7 +30,7 @@ from cdc_assets.engine.log_start import check_capture
 from cdc_assets.engine.membership import release_bound
 from cdc_assets.engine.prefetch import prefetch
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.engine.savepoints import recover, task_lease
+from cdc_assets.engine.savepoints import task_lease
 from cdc_assets.engine.schema_follower import Restart
 from cdc_assets.engine.sync_report import SyncReport, measure_lag, sum_up
 from cdc_assets.errors import UnreachableError
@@ -43,9 +43,9 @@ def sync(rt: TaskRuntime, *, until_caught_up: bool = False, stop: threading.Even
          on_batch: Callable[[SyncReport], None] | None = None) -> SyncReport:
     """Apply the log to the target until `stop` is set or, with `until_caught_up`, until the log end seen at the
     start. An unreachable source or target is retried with backoff; a lost position is not. Holds the task's
-    lease (no savepoint command runs meanwhile) and first finishes an interrupted savepoint rollback."""
+    lease (no savepoint command runs meanwhile); each lane first finishes an interrupted savepoint rollback of
+    its target (engine/lane.py)."""
     with task_lease(rt, doing="sync"), applying_the_log():
-        recover(rt)
         check_capture(rt)
         return _sync(rt, until_caught_up, stop, on_batch)
 

@@ -30,6 +30,7 @@ from cdc_assets.engine.log_start import split_watermarks
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.schema_follower import Restart, SchemaFollower
 from cdc_assets.engine.target_applier import Prepared, TargetApplier
+from cdc_assets.engine.target_savepoints import recover
 
 log = logging.getLogger("cdc_assets.incremental")
 
@@ -41,6 +42,7 @@ class Lane:
                  on_batch: Callable[[object], None] | None, acknowledge: Callable[[], None]) -> None:
         self.rt, self.report, self.stop = rt, report, stop
         self.pipeline = rt.config.pipeline
+        recover(rt)  # a rollback of this target killed midway is finished before its checkpoint is read
         self.follower = SchemaFollower(rt)
         self.checkpoint, ahead = self.follower.start(report)
         self.skip = SkipFilter(ahead, split_watermarks(rt) if self.pipeline.exactly_once else {})

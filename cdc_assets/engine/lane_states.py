@@ -14,7 +14,7 @@ from cdc_assets.resumer.resumer import Checkpoint
 class TargetCheckpoints:
     earliest: Checkpoint | None  # among the targets that answer: the log a run must read from
     notes: list[str] = field(default_factory=list)  # a target that does not answer, lags or has no checkpoint
-    key: str = ""  # every target's own position: what tells two launches apart besides `earliest`
+    key: str = ""  # every target's own position (and rollback): what tells two launches apart besides `earliest`
 
 
 def target_checkpoints(rt: TaskRuntime) -> TargetCheckpoints:
@@ -22,8 +22,7 @@ def target_checkpoints(rt: TaskRuntime) -> TargetCheckpoints:
     if len(rt.lanes) == 1:
         return TargetCheckpoints(rt.resumer.checkpoint())
     found, down = answering(rt.lanes, lambda lane: lane.resumer.checkpoint())
-    key = ";".join(f"{lane.name}=" + ("down" if lane.name in down else str(found[lane.name].position)
-                                      if found[lane.name] else "-") for lane in rt.lanes)
+    key = ";".join(f"{lane.name}=" + ("down" if lane.name in down else _state(found[lane.name])) for lane in rt.lanes)
     notes = [f"target {name} is down ({why})" for name, why in down.items()]
     known = {n: c for n, c in found.items() if c is not None}
     if not known:
@@ -33,3 +32,11 @@ def target_checkpoints(rt: TaskRuntime) -> TargetCheckpoints:
     notes += [f"target {name} lags at {c.position}" for name, c in known.items() if is_before(c.position, furthest)]
     notes += [f"target {n} has no checkpoint yet" for n, c in found.items() if c is None]
     return TargetCheckpoints(next(c for c in known.values() if c.position == first), notes, key)
+
+
+def _state(checkpoint: Checkpoint | None) -> str:
+    """A target's position, and the savepoint rollback that wrote it: a rollback of one target brings back a
+    position an earlier run started from."""
+    if checkpoint is None:
+        return "-"
+    return str(checkpoint.position) + (f"~{checkpoint.rolled_back_to}" if checkpoint.rolled_back_to else "")

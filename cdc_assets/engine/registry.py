@@ -37,7 +37,8 @@ SOURCES: dict[str, SourceEngine] = {
     "postgres": SourceEngine(PostgresSource, PostgresLog),
     "mongo": SourceEngine(MongoSource, MongoLog),
 }
-# A savepoint's hold on the source's log: (url, task_id, the task's Log) -> create/check/restore/repair/drop
+# A savepoint's hold on the source's log: (url, task_id, the target's position key, the task's Log) ->
+# create/check/restore/repair/drop
 SAVEPOINT_LOGS: dict[str, Callable] = {
     "mysql": MysqlSavepointLog,
     "postgres": PgSavepointSlots,

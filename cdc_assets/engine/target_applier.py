@@ -31,7 +31,7 @@ from cdc_assets.engine.faults import crash_point
 from cdc_assets.engine.lane_checkpoint import LaneCheckpoint
 from cdc_assets.engine.log_start import snapshot_horizons
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.engine.savepoints import ImageWriter
+from cdc_assets.engine.image_writer import ImageWriter
 from cdc_assets.engine.target_down import one_line
 from cdc_assets.engine.target_transaction import TargetTransaction
 from cdc_assets.engine.value_fit import check_fit

@@ -21,6 +21,7 @@ CDC_SCHEMA = "CdcSchema"
 CDC_RESET = "CdcReset"  # one per reset of the checkpoint, keyed by its time: who moved it, from where, to where
 SPLIT_VERIFY = "SplitVerify"  # the last verification of a split (engine/verify.py)
 CHECKPOINT_KEY = "checkpoint"
+ROLLBACK_MARK = "rolled_back_to"  # in a checkpoint a savepoint rollback wrote: "<savepoint>@<time>"
 
 
 def now_text() -> str:

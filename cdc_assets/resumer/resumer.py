@@ -12,8 +12,8 @@ from cdc_assets.core.positions import Position, position_from_json
 from cdc_assets.core.splits import Split, SplitPhase
 from cdc_assets.core.tables import TableId, TableSchema, schema_from_json, schema_to_json
 from cdc_assets.resumer.logfile import PositionLog
-from cdc_assets.resumer.records import (CDC_DOING, CDC_SCHEMA, CHECKPOINT_KEY, SNAPSHOT_DOING, SNAPSHOT_FINISHED,
-                                        PositionRecord)
+from cdc_assets.resumer.records import (CDC_DOING, CDC_SCHEMA, CHECKPOINT_KEY, ROLLBACK_MARK, SNAPSHOT_DOING,
+                                        SNAPSHOT_FINISHED, PositionRecord)
 from cdc_assets.resumer.store import PositionStore
 
 
@@ -35,6 +35,9 @@ class Checkpoint:
     schema_version: int
     events: int  # row changes applied since the incremental phase began
     ahead: dict[TableId, Position] = field(default_factory=dict)
+    # "<savepoint>@<time>" when a savepoint rollback wrote it: tells a run started after a rollback from the one
+    # started earlier at the same position. Never written back: the next checkpoint is the log phase's own.
+    rolled_back_to: str = ""
 
 
 class Resumer:
@@ -120,7 +123,8 @@ class Resumer:
             return None
         d = record.position_data
         ahead = {TableId.parse(t): position_from_json(p) for t, p in d.get("tables_ahead", {}).items()}
-        return Checkpoint(position_from_json(d), int(d.get("schema_version", 0)), int(d.get("events", 0)), ahead)
+        return Checkpoint(position_from_json(d), int(d.get("schema_version", 0)), int(d.get("events", 0)), ahead,
+                          d.get(ROLLBACK_MARK, ""))
 
     def schemas(self, version: int) -> dict[TableId, TableSchema] | None:
         [record] = self.store.load(self.task_id, CDC_SCHEMA, [f"v{version}"]) or [None]

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from cdc_assets.config import load_config
-from cdc_assets.engine import savepoints
+from cdc_assets.engine import savepoints, target_savepoints
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.faults import ENV as CRASH_ENV
@@ -52,7 +52,7 @@ def test_a_killed_rollback_is_all_or_nothing_and_sync_converges(tmp_path, server
             sync(rt, until_caught_up=True)
             for i, (point, nth, outcome) in enumerate(POINTS):
                 name = f"sp{i}"
-                savepoints.create(rt, name)
+                savepoints.create_on(rt, name)
                 at_savepoint = rows(conn, kind, ns)
                 run(conn, changes(ns, 1000 * (i + 1)))
                 sync(rt, until_caught_up=True)
@@ -67,6 +67,6 @@ def test_a_killed_rollback_is_all_or_nothing_and_sync_converges(tmp_path, server
                 assert done.returncode == 0, done.stdout + done.stderr
                 assert rows(target, "postgres", ns) == rows(conn, kind, ns), point
                 rt.reconnect()
-                assert savepoints.recover(rt) is None  # nothing left to finish
+                assert target_savepoints.recover(rt) is None  # nothing left to finish
         finally:
             rt.close()

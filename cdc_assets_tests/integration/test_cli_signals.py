@@ -15,7 +15,7 @@ from cdc_assets.config import load_config
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.engine.savepoints import list_savepoints
+from cdc_assets.engine.target_savepoints import list_savepoints
 from cdc_assets_tests.support import (cli_command, fetch_rows, mysql_table_task, postgres_target, run_transactions,
                                       source_database, write_config)
 

@@ -9,10 +9,11 @@ import time
 
 import pytest
 
-from cdc_assets.engine import savepoints
+from cdc_assets.engine import savepoints, target_savepoints
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.engine.savepoint_values import SavepointError
 from cdc_assets.errors import CdcError
 from cdc_assets.sinks.before_images import BeforeImages
 from cdc_assets_tests.support import cli_command, config_for, fetch_rows, run_transactions, snapshot_all, source_database
@@ -94,23 +95,23 @@ def test_rollback_restores_the_source_as_of_the_savepoint_then_sync_converges(re
         try:
             run(conn, changes(ns, 1000))
             sync(rt, until_caught_up=True)
-            first = savepoints.create(rt, "first").savepoint
+            first = savepoints.create_on(rt, "first")[0].savepoint
             at_first = rows(conn, kind, ns)  # the source as of the savepoint: no writer runs meanwhile
             assert rows(target, "postgres", ns) == at_first
-            assert savepoints.storage(rt) == {f"{ns}.items": 0, f"{ns}.pairs": 0}  # nothing copied
+            assert target_savepoints.storage(rt) == {f"{ns}.items": 0, f"{ns}.pairs": 0}  # nothing copied
 
             run(conn, changes(ns, 2000))
             sync(rt, until_caught_up=True)
-            second = savepoints.create(rt, "second").savepoint
+            second = savepoints.create_on(rt, "second")[0].savepoint
             at_second = rows(conn, kind, ns)
             assert second.epoch == first.epoch + 1
             run(conn, changes(ns, 3000))
             sync(rt, until_caught_up=True)
             assert rows(target, "postgres", ns) == rows(conn, kind, ns) != at_second
-            held = savepoints.storage(rt)
+            held = target_savepoints.storage(rt)
             assert 0 < held[f"{ns}.items"] < 2 * ROWS  # images of the keys changed, not of the table
 
-            report = savepoints.rollback(rt, "second")
+            [report] = savepoints.rollback_on(rt, "second")
             assert rows(target, "postgres", ns) == at_second
             assert rt.resumer.checkpoint().position == second.position
             assert report.restored[f"{ns}.items"] > 0
@@ -119,15 +120,15 @@ def test_rollback_restores_the_source_as_of_the_savepoint_then_sync_converges(re
 
             run(conn, changes(ns, 4000))
             sync(rt, until_caught_up=True)
-            report = savepoints.rollback(rt, "first")
+            [report] = savepoints.rollback_on(rt, "first")
             assert report.dropped == ["second"]
             assert rows(target, "postgres", ns) == at_first
-            assert [s.name for s in savepoints.list_savepoints(rt)] == ["first"]
+            assert [s.name for s in target_savepoints.list_savepoints(rt)] == ["first"]
             sync(rt, until_caught_up=True)
             assert rows(target, "postgres", ns) == rows(conn, kind, ns)
 
-            savepoints.delete(rt, "first")
-            assert savepoints.list_savepoints(rt) == [] and savepoints.storage(rt) == {}
+            savepoints.delete_on(rt, "first")
+            assert target_savepoints.list_savepoints(rt) == [] and target_savepoints.storage(rt) == {}
             run(conn, changes(ns, 5000))
             sync(rt, until_caught_up=True)  # no savepoint: no images, and no table to write them to
             assert rows(target, "postgres", ns) == rows(conn, kind, ns)
@@ -141,18 +142,18 @@ def test_deleting_a_middle_savepoint_keeps_what_the_older_one_needs(tmp_path, se
     kind, ns, conn = source
     rt = task(tmp_path, servers, spark, source, pg_target, {"resume_type": "sqlite"})
     try:
-        savepoints.create(rt, "a")
+        savepoints.create_on(rt, "a")
         at_a = rows(conn, kind, ns)
         run(conn, changes(ns, 1000))
         sync(rt, until_caught_up=True)
-        savepoints.create(rt, "b")
+        savepoints.create_on(rt, "b")
         run(conn, changes(ns, 2000))
         sync(rt, until_caught_up=True)
-        savepoints.delete(rt, "b")
-        savepoints.create(rt, "c")
+        savepoints.delete_on(rt, "b")
+        savepoints.create_on(rt, "c")
         run(conn, changes(ns, 3000))
         sync(rt, until_caught_up=True)
-        savepoints.rollback(rt, "a")
+        savepoints.rollback_on(rt, "a")
         assert rows(pg_target[1], "postgres", ns) == at_a
         sync(rt, until_caught_up=True)
         assert rows(pg_target[1], "postgres", ns) == rows(conn, kind, ns)
@@ -166,7 +167,7 @@ def test_rollback_is_refused_once_the_binlog_no_longer_reaches_the_savepoint(tmp
     kind, ns, conn = source
     rt = task(tmp_path, servers, spark, source, pg_target, {"resume_type": "sqlite"})
     try:
-        savepoints.create(rt, "old")
+        savepoints.create_on(rt, "old")
         run(conn, changes(ns, 1000))
         sync(rt, until_caught_up=True)
         with conn.cursor() as cur:
@@ -181,7 +182,7 @@ def test_rollback_is_refused_once_the_binlog_no_longer_reaches_the_savepoint(tmp
                 time.sleep(0.05)
         before = rows(pg_target[1], "postgres", ns)
         with pytest.raises(CdcError) as caught:
-            savepoints.rollback(rt, "old")
+            savepoints.rollback_on(rt, "old")
         assert "no longer reaches" in str(caught.value) and "savepoint delete old" in str(caught.value)
         assert rows(pg_target[1], "postgres", ns) == before  # nothing touched
     finally:
@@ -194,10 +195,10 @@ def test_rollback_is_refused_after_a_replan_and_when_the_savepoint_slot_is_gone(
     kind, ns, conn = source
     rt = task(tmp_path, servers, spark, source, pg_target, {"resume_type": "sqlite"})
     try:
-        held = savepoints.create(rt, "held").savepoint
+        held = savepoints.create_on(rt, "held")[0].savepoint
         run(conn, changes(ns, 1000))
         sync(rt, until_caught_up=True)
-        lost = savepoints.create(rt, "lost").savepoint
+        lost = savepoints.create_on(rt, "lost")[0].savepoint
         admin = servers.postgres.connect()
         admin.autocommit = True
         try:
@@ -209,13 +210,13 @@ def test_rollback_is_refused_after_a_replan_and_when_the_savepoint_slot_is_gone(
         finally:
             admin.close()
         with pytest.raises(CdcError) as caught:
-            savepoints.rollback(rt, "lost")
+            savepoints.rollback_on(rt, "lost")
         assert f"replication slot {lost.log_tag['slot']} is gone" in str(caught.value)
         table = rt.config.source.table_ids[1]
         rt.plans.delete(table)
         ensure_plans(rt)  # pairs gets a new plan id
-        with pytest.raises(savepoints.SavepointError) as caught:
-            savepoints.rollback(rt, "held")
+        with pytest.raises(SavepointError) as caught:
+            savepoints.rollback_on(rt, "held")
         assert f"the plan of {table} changed" in str(caught.value)
     finally:
         rt.close()
@@ -240,11 +241,11 @@ def test_sync_savepoint_on_stop_takes_it_at_the_batch_end_where_sigterm_stopped(
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 143, out  # the shell's code for SIGTERM, at the batch end
         assert "created savepoint on_stop" in out
-        [sp] = savepoints.list_savepoints(rt)
+        [sp] = target_savepoints.list_savepoints(rt)
         assert sp.name == "on_stop" and sp.position == rt.resumer.checkpoint().position
         run(conn, changes(ns, 2000))
         sync(rt, until_caught_up=True)
-        savepoints.rollback(rt, "on_stop")
+        savepoints.rollback_on(rt, "on_stop")
         assert rows(pg_target[1], "postgres", ns) == want
     finally:
         rt.close()
@@ -263,20 +264,20 @@ def test_rollback_into_a_mariadb_target(tmp_path, servers, spark, source, mariad
     try:
         snapshot_all(rt)
         sync(rt, until_caught_up=True)
-        savepoints.create(rt, "a")
+        savepoints.create_on(rt, "a")
         at_a = rows(conn, kind, ns)
         run(conn, changes(ns, 1000))
         sync(rt, until_caught_up=True)
-        savepoints.create(rt, "b")
+        savepoints.create_on(rt, "b")
         at_b = rows(conn, kind, ns)
         run(conn, changes(ns, 2000))
         sync(rt, until_caught_up=True)
-        savepoints.delete(rt, "b")  # its images fold into a's
-        savepoints.create(rt, "c")
+        savepoints.delete_on(rt, "b")  # its images fold into a's
+        savepoints.create_on(rt, "c")
         run(conn, changes(ns, 3000))
         sync(rt, until_caught_up=True)
         assert rows(target, "mysql", ns) == rows(conn, kind, ns) != at_b
-        savepoints.rollback(rt, "a")
+        savepoints.rollback_on(rt, "a")
         assert rows(target, "mysql", ns) == at_a
         sync(rt, until_caught_up=True)
         assert rows(target, "mysql", ns) == rows(conn, kind, ns)

@@ -1,10 +1,15 @@
 """Several targets without servers: what is not built for them yet is refused by name before anything connects
-(never done to the first target only); lanes; what the UI shows per target."""
+(never done to the first target only); a savepoint command's targets and lease; lanes; what the UI shows per
+target."""
 import pytest
 
 from cdc_assets.config import parse_config
 from cdc_assets.engine import reset, savepoints
+from cdc_assets.core.positions import PgPosition
 from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.engine.savepoint_values import Savepoint, SavepointReport
+from cdc_assets.engine.task_lock import lease_holder
+from cdc_assets.resumer.resumer import Checkpoint
 from cdc_assets.errors import ConfigError
 
 RAW = {
@@ -15,17 +20,51 @@ RAW = {
 }
 
 
-@pytest.mark.parametrize("call, doing", [
-    (lambda rt: savepoints.create(rt, "before_release"), "a savepoint"),
-    (lambda rt: savepoints.rollback(rt, "before_release"), "a savepoint rollback"),
-    (lambda rt: reset.reset_checkpoint(rt, "latest", "test"), "a reset"),
-])
-def test_refused_with_several_targets(tmp_path, call, doing):
+def test_reset_checkpoint_is_refused_with_several_targets(tmp_path):
     rt = TaskRuntime(parse_config({**RAW, "runtime": {"data_dir": str(tmp_path)}}, tmp_path))
     with pytest.raises(ConfigError) as err:
-        call(rt)
-    assert str(err.value).startswith(f"{doing} works on a task with one target") and "a, b" in str(err.value)
+        reset.reset_checkpoint(rt, "latest", "test")
+    assert str(err.value).startswith("a reset works on a task with one target") and "a, b" in str(err.value)
     assert "secret" not in str(err.value)
+
+
+@pytest.mark.parametrize("command", [savepoints.create_on, savepoints.rollback_on, savepoints.delete_on])
+def test_a_savepoint_command_naming_an_unknown_target_is_refused_before_anything_connects(tmp_path, command):
+    rt = TaskRuntime(parse_config({**RAW, "runtime": {"data_dir": str(tmp_path)}}, tmp_path))
+    with pytest.raises(ConfigError) as err:
+        command(rt, "before_release", ["a", "c"])
+    assert str(err.value).startswith("not a target of task shop: c") and "secret" not in str(err.value)
+    assert "sink" not in rt.lanes[0].__dict__  # no target was opened
+
+
+def test_the_task_lease_is_held_once_for_every_lane(tmp_path):
+    """A command holds the lease for all its targets: a lane asking again inside it is the same holder (an flock
+    taken twice in one process would wait for itself)."""
+    rt = TaskRuntime(parse_config({**RAW, "runtime": {"data_dir": str(tmp_path)}}, tmp_path))
+    with savepoints.task_lease(rt, wait=0, doing="savepoint rollback x"):
+        with savepoints.task_lease(rt.lanes[1], wait=0, doing="savepoint rollback x"):
+            assert lease_holder(rt.config).startswith("savepoint rollback x")
+    assert lease_holder(rt.config) is None
+
+
+def test_a_report_names_its_target_with_several_and_says_when_a_delete_found_none():
+    sp = Savepoint("s", 2, "2026-01-01 00:00:00", {**PgPosition(100).to_json(), "schema_version": 1}, {}, {},
+                   ["shop.orders"], {})
+    assert SavepointReport("s", sp, 0.5, "created").lines()[0].startswith("created savepoint s: epoch 2")
+    rolled = SavepointReport("s", sp, 0.5, "rolled back to", "b", {"shop.orders": 3}, ["t"]).lines()
+    assert rolled[0].startswith("target b: rolled back to savepoint s: epoch 2")
+    assert rolled[1:] == ["target b: keys restored: shop.orders: 3",
+                          "target b: later savepoints dropped (their state is gone): t"]
+    assert SavepointReport("s", None, 0.0, "not on", "a").lines() == [
+        "target a: no savepoint s (deleted there before): nothing to delete"]
+
+
+def test_the_launch_key_of_several_targets_tells_a_rolled_back_target_apart():
+    from cdc_assets.engine.lane_states import _state
+
+    at = PgPosition(100)
+    assert _state(None) == "-" and _state(Checkpoint(at, 1, 5)) == "0/64"
+    assert _state(Checkpoint(at, 1, 5, rolled_back_to="s@2026-01-01 00:00:00")) == "0/64~s@2026-01-01 00:00:00"
 
 
 def test_lanes_share_the_source_and_keep_their_own_positions(tmp_path):
@@ -58,3 +97,19 @@ def test_sync_and_snapshot_metadata_carry_every_target():
     meta = _metadata(results)
     assert meta["target_a_rows"].value == 12 and meta["target_b_rows"].value == 0
     assert meta["target_b"].value == "0 splits committed, 1 finished before, 1 failed; failed: refused"
+
+
+def test_a_savepoint_run_of_several_targets_lists_each_target_and_sums_what_it_restored():
+    from cdc_assets.defs.savepoints import SavepointConfig, _summary
+
+    assert SavepointConfig(name="s").targets == [] and SavepointConfig(name="s", targets=["b"]).targets == ["b"]
+    sp = Savepoint("s", 1, "2026-01-01 00:00:00", {**PgPosition(100).to_json(), "schema_version": 1}, {}, {},
+                   ["shop.orders"], {})
+    reports = [SavepointReport("s", sp, 0.25, "rolled back to", "a", {"shop.orders": 3}),
+               SavepointReport("s", sp, 0.5, "rolled back to", "b", {"shop.orders": 4}, ["later"])]
+    lines, meta = _summary(reports, {"a": [sp], "b": [sp]}, several=True)
+    assert lines == [f"a: {sp.line()}", f"b: {sp.line()}"]
+    assert meta["keys_restored"].value == {"shop.orders": 7} and meta["dropped_later_savepoints"].value == "later"
+    assert meta["targets"].value.count("rolled back to savepoint s") == 2 and meta["seconds"].value == 0.75
+    one_lines, one = _summary(reports[:1], {"a": [sp]}, several=False)
+    assert one_lines == [sp.line()] and "targets" not in one

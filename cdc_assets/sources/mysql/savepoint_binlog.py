@@ -10,7 +10,7 @@ from cdc_assets.sources.mysql.log import MysqlLog
 
 
 class MysqlSavepointLog:
-    def __init__(self, url: DbUrl, task_id: str, log: MysqlLog) -> None:
+    def __init__(self, url: DbUrl, task_id: str, owner: str, log: MysqlLog) -> None:  # one binlog for every target
         self.log = log
 
     def create(self, savepoint: str, position: MysqlPosition) -> dict:

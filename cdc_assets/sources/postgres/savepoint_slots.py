@@ -4,8 +4,11 @@ A logical slot cannot go back before its confirmed_flush_lsn. Rather than acknow
 further than the oldest savepoint (which would also stall its reader: psycopg2 confirms a keepalive's position
 by itself unless the acknowledgement keeps pace, see feedback.py), each savepoint gets a slot of its own,
 `pg_copy_logical_replication_slot(task slot, savepoint slot)`: same restart_lsn and confirmed position, never
-read, so it keeps the WAL from the savepoint on. A rollback makes the task's slot a copy of it again. The price
-is one slot of max_replication_slots per savepoint and the WAL from the oldest savepoint on; when
+read, so it keeps the WAL from the savepoint on. A rollback makes the task's slot a copy of it again. With
+several targets each target's savepoint has its own slot, and the task keeps its one slot: rolling back one
+target moves that slot back (only when it is ahead of the savepoint's), and the other targets' lanes skip what
+they hold (engine/savepoints.py). The price is one slot of max_replication_slots per savepoint and target, and
+the WAL from the oldest savepoint on; when
 max_slot_wal_keep_size invalidates a savepoint's slot, that savepoint can no longer be rolled back to (the task's
 own slot is not affected).
 """
@@ -20,19 +23,25 @@ from cdc_assets.errors import CdcError
 from cdc_assets.sources.postgres.slot import LOST, MAX_IDENTIFIER, _once_released, drop_slot, slot_name, slot_state
 
 
-def savepoint_slot(task_id: str, savepoint: str) -> str:
-    digest = hashlib.sha256(f"{task_id}|{savepoint}".encode()).hexdigest()[:10]
+def savepoint_slot(task_id: str, owner: str, savepoint: str) -> str:
+    """The slot of savepoint `savepoint` of `owner` (a target's position key: the task's id for its first target,
+    `<task>.<target>` for the others): the same savepoint name on two targets is two slots, each named after the
+    task's slot so that they are found beside it."""
+    digest = hashlib.sha256(f"{owner}|{savepoint}".encode()).hexdigest()[:10]
     return f"{slot_name(task_id)[:MAX_IDENTIFIER - 14]}_sp_{digest}"
 
 
 class PgSavepointSlots:
-    def __init__(self, url: DbUrl, task_id: str, log: object = None) -> None:  # the slot is the hold, not the Log
+    """The savepoint slots of one target of a task (`owner`: its position key); the task's own slot, which every
+    target's lane reads through, is one (`slot_name(task_id)`)."""
+
+    def __init__(self, url: DbUrl, task_id: str, owner: str, log: object = None) -> None:  # the slot holds, not the Log
         self.url = url
         self.task_slot = slot_name(task_id)
-        self.task_id = task_id
+        self.task_id, self.owner = task_id, owner
 
     def create(self, savepoint: str, position: PgPosition) -> dict:
-        slot = savepoint_slot(self.task_id, savepoint)
+        slot = savepoint_slot(self.task_id, self.owner, savepoint)
         conn = connect(self.url)
         try:
             if slot_state(conn, slot) is not None:
