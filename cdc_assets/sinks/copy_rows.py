@@ -1,7 +1,8 @@
 """Log rows into a PostgreSQL target by COPY: a large batch of one table goes into a temporary table of text
 columns, which one DELETE ... USING and one INSERT ... SELECT then apply with the same `CAST(... AS type)` the
 VALUES statements use. The server then parses plain COPY lines instead of a statement of 5,000 rows of CAST
-expressions, and no Python value is rendered as an SQL literal by psycopg2's adapters.
+expressions, and no Python value is rendered as an SQL literal by psycopg2's adapters. A batch's fresh rows (its first
+change of their key was an INSERT) may go by COPY straight into the target table instead (`copied_into`).
 
 COPY text format (PostgreSQL 15 docs, "COPY", "Text Format"): one line per row, columns separated by a tab,
 NULL as \\N, and a backslash, newline, carriage return or tab inside a value escaped as \\\\, \\n, \\r, \\t.
