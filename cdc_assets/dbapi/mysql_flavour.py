@@ -91,6 +91,11 @@ class MysqlFlavour:
 
 def detect(conn) -> MysqlFlavour:
     with conn.cursor() as cur:
-        cur.execute("SELECT VERSION(), @@version_comment")
-        version, comment = cur.fetchone()
+        return detect_on(cur)
+
+
+def detect_on(cur) -> MysqlFlavour:
+    """The flavour of the server `cur` is connected to, through that cursor."""
+    cur.execute("SELECT VERSION(), @@version_comment")
+    version, comment = cur.fetchone()
     return MysqlFlavour.parse(version, comment or "")

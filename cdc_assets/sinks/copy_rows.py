@@ -1,13 +1,14 @@
 """Log rows into a PostgreSQL target by COPY: a large batch of one table goes into a temporary table of text
 columns, which one DELETE ... USING and one INSERT ... SELECT then apply with the same `CAST(... AS type)` the
 VALUES statements use. The server then parses plain COPY lines instead of a statement of 5,000 rows of CAST
-expressions, and no Python value is rendered as an SQL literal by psycopg2's adapters.
+expressions, and no Python value is rendered as an SQL literal by psycopg2's adapters. A batch's fresh rows (its first
+change of their key was an INSERT) may go by COPY straight into the target table instead (`copied_into`).
 
 COPY text format (PostgreSQL 15 docs, "COPY", "Text Format"): one line per row, columns separated by a tab,
 NULL as \\N, and a backslash, newline, carriage return or tab inside a value escaped as \\\\, \\n, \\r, \\t.
 
 A value is rendered as the text whose cast to the column's type gives what the VALUES path gives: the text of
-a string, an int, a float (its shortest exact text, as the sink's `_param`), a Decimal, a date or time (ISO 8601, as psycopg2 quotes them), bytes as bytea's hex text,
+a string, an int, a float (its shortest exact text, as `postgres_values.param`), a Decimal, a date or time (ISO 8601, as psycopg2 quotes them), bytes as bytea's hex text,
 a timedelta as psycopg2's interval text, a list as an array literal of those, every element quoted. A bool or an
 int goes into a boolean column as 't' or 'f' (an int's cast to boolean is "not zero"). Anything else (an int
 for a bit string, a bool for another type, a type not listed) raises `NotCopied`: the caller applies that batch
@@ -18,9 +19,16 @@ from __future__ import annotations
 import io
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
+from functools import partial
+from itertools import repeat
 from typing import Any, Callable, Iterable
 
+import psycopg2
+
+from cdc_assets.core.batches import TableChanges
 from cdc_assets.core.copy_text import NULL, SEPARATOR, SPECIAL, escape
+from cdc_assets.core.tables import Kind, TableSchema
+from cdc_assets.sinks.postgres_values import log_values
 
 COPY_MIN_ROWS = 200  # smaller batches: VALUES statements (a temporary table costs catalog writes per batch)
 _BOOLEAN = ("boolean", "bool")
@@ -169,3 +177,39 @@ def stage(cursor, name: str, columns: list[str], data: bytes) -> None:
     `drop` once applied (a batch of several tables creates several in one transaction)."""
     cursor.execute(f"CREATE TEMPORARY TABLE {name} ({', '.join(f'{c} text' for c in columns)}) ON COMMIT DROP")
     cursor.copy_expert(f"COPY {name} FROM STDIN", io.BytesIO(data), size=1 << 20)
+
+
+def rows_texts(schema: TableSchema, types: dict[str, str], changes: TableChanges) -> tuple[bytes, bytes]:
+    """The COPY text of a batch's fresh rows, and of its other full rows, in the schema's column order (`types`:
+    each column's declared type; NotCopied: a value COPY text cannot carry). The two texts together are every
+    full row's."""
+    names = [c.name for c in schema.columns]
+    param = log_values(schema, types)
+    geometry = {c.name for c in schema.columns if c.kind == Kind.GEOMETRY}  # the only columns `param` converts
+    renderers = [column_renderer(types[n], partial(param, n) if n in geometry else None) for n in names]
+    rows, fresh = changes.rows, changes.fresh
+    if not fresh:
+        parts = ([], list(rows.values()))
+    elif len(fresh) == len(rows):  # all of them: compaction keeps `fresh` within `rows`
+        parts = (list(rows.values()), [])
+    else:
+        parts = ([], [])
+        for key, row in rows.items():
+            parts[key not in fresh].append(row)
+    return tuple(copy_columns([list(map(dict.get, part, repeat(n))) for n in names], renderers) if part else b""
+                 for part in parts)
+
+
+def copied_into(cursor, table: str, columns: list[str], text: bytes) -> bool:
+    """COPY `text` into `table` under a savepoint: False, with the savepoint rolled back, when a row's key is
+    there already (a replay) or a value fails the column's input where the VALUES path's explicit cast may take
+    it (a bit string of another length: the cast pads or cuts it); the caller then applies those rows as it
+    applies the others."""
+    cursor.execute("SAVEPOINT cdc_fresh")
+    try:
+        cursor.copy_expert(f"COPY {table} ({', '.join(columns)}) FROM STDIN", io.BytesIO(text), size=1 << 20)
+    except (psycopg2.IntegrityError, psycopg2.DataError):
+        cursor.execute("ROLLBACK TO SAVEPOINT cdc_fresh; RELEASE SAVEPOINT cdc_fresh")
+        return False
+    cursor.execute("RELEASE SAVEPOINT cdc_fresh")
+    return True

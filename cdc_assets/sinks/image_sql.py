@@ -7,6 +7,7 @@ from typing import Protocol
 from psycopg2.extras import execute_values
 
 from cdc_assets.core.tables import TableSchema
+from cdc_assets.sinks.mysql_values import log_adapter
 
 EPOCH, PRESENT = "_cdc_epoch", "_cdc_present"
 KEYS_PER_STATEMENT = 1000
@@ -27,7 +28,8 @@ class MysqlImageSql:
                 keys: list[tuple], epoch: int) -> None:
         key, q = schema.primary_key, sink.q
         col_list = ", ".join(q(n) for n in names)
-        adapt = {k: f for k in key if (f := sink._adapter(schema.column(k))) is not None}
+        adapt = {k: f for k in key
+                 if (f := log_adapter(schema.column(k), sink.column_type(schema.column(k), False))) is not None}
         params = [tuple(adapt[k](v) if v is not None and k in adapt else v for k, v in zip(key, row)) for row in keys]
         one = f"({', '.join(['%s'] * len(key))})"
         key_list = ", ".join(q(k) for k in key)

@@ -1,19 +1,17 @@
-"""MySQL/MariaDB as a target: type mapping, staging, and applying rows as delete by key, then insert."""
+"""MySQL/MariaDB as a target: type mapping, key collations, staging (JDBC inserts, a row id of its own), and log
+batches applied by `mysql_apply.py`."""
 from __future__ import annotations
-
-from typing import Any, Callable
 
 from cdc_assets.core.batches import TableChanges
 from cdc_assets.core.boundary import JdbcWrite, RowExport, RowFormat, TargetFormat, Transport
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.dbapi.mysql_flavour import MysqlFlavour, detect
+from cdc_assets.dbapi.mysql_flavour import MysqlFlavour, detect_on
 from cdc_assets.errors import TableError
-from cdc_assets.sinks.array_json import array_json
-from cdc_assets.sinks.base import Moves, SqlSink
+from cdc_assets.sinks.base import SqlSink
 from cdc_assets.sinks.image_sql import MysqlImageSql
+from cdc_assets.sinks.mysql_apply import MysqlBatches
 
-DELETE_CHUNK = 1000  # keys per DELETE ... IN (...)
 STAGING_ROW = "_cdc_row"
 
 _FROM_POSTGRES = {
@@ -32,7 +30,9 @@ class MysqlSink(SqlSink):
 
     def __init__(self, url: DbUrl, source_db_type: str, write_batch_size: int = 50_000) -> None:
         super().__init__(url, source_db_type, write_batch_size)
-        self.flavour: MysqlFlavour = detect(self.conn)  # before the commit thread shares the sink
+        with self.catalog() as cur:
+            self.flavour: MysqlFlavour = detect_on(cur)
+        self.batches = MysqlBatches(self)
 
     def target_format(self) -> TargetFormat:
         """Typed columns: Spark's JDBC writer batches them into multi-row inserts (rewriteBatchedStatements)."""
@@ -133,59 +133,7 @@ class MysqlSink(SqlSink):
         return f"CREATE DATABASE IF NOT EXISTS {self.q(namespace)} CHARACTER SET utf8mb4"
 
     def apply_changes(self, cursor, schema: TableSchema, changes: TableChanges) -> None:
-        table, key = self.table_sql(schema.table), schema.primary_key
-        adapt = {c.name: f for c in schema.columns if (f := self._adapter(c)) is not None}
-
-        def value(name: str, v: Any) -> Any:
-            return adapt[name](v) if v is not None and name in adapt else v
-
-        moves = self.plan_moves(cursor, schema, changes)
-        gone = [*changes.deletes, *changes.rows, *moves.copies]
-        one = f"({', '.join(['%s'] * len(key))})"
-        cols = ", ".join(self.q(k) for k in key)
-        for i in range(0, len(gone), DELETE_CHUNK):
-            chunk = gone[i:i + DELETE_CHUNK]
-            cursor.execute(f"DELETE FROM {table} WHERE ({cols}) IN ({', '.join([one] * len(chunk))})",
-                           [value(k, v) for row in chunk for k, v in zip(key, row)])
-        if changes.rows:
-            names = [c.name for c in schema.columns]
-            # PyMySQL turns executemany of INSERT ... VALUES into multi-row statements.
-            cursor.executemany(f"INSERT INTO {table} ({', '.join(self.q(n) for n in names)}) "
-                               f"VALUES ({', '.join(['%s'] * len(names))})",
-                               [tuple(value(n, row.get(n)) for n in names) for row in changes.rows.values()])
-        if moves.copies:
-            self._insert_copies(cursor, schema, moves, value)
-        where = " AND ".join(f"{self.q(k)} = %s" for k in key)
-        for row in {**changes.partial, **moves.updates}.values():
-            sets = [n for n in row if n not in key]
-            if sets:
-                cursor.execute(f"UPDATE {table} SET {', '.join(f'{self.q(n)} = %s' for n in sets)} WHERE {where}",
-                               [value(n, row[n]) for n in sets] + [value(k, row[k]) for k in key])
-
-    def target_row(self, cursor, schema: TableSchema, key: tuple) -> tuple | None:
-        # PyMySQL's values write back unchanged (BIT and BLOB as bytes, DECIMAL, temporal types): no adapters.
-        adapt = {c.name: f for c in schema.columns if (f := self._adapter(c)) is not None}
-        cursor.execute(f"SELECT {', '.join(self.q(c.name) for c in schema.columns)} FROM {self.table_sql(schema.table)} "
-                       f"WHERE " + " AND ".join(f"{self.q(k)} = %s" for k in schema.primary_key),
-                       [adapt[k](v) if v is not None and k in adapt else v for k, v in zip(schema.primary_key, key)])
-        return cursor.fetchone()
-
-    def _insert_copies(self, cursor, schema: TableSchema, moves: Moves, value: Callable[[str, Any], Any]) -> None:
-        """The old keys' rows (as read) under their new keys (log values), before the moves' columns update them."""
-        names, key = [c.name for c in schema.columns], schema.primary_key
-        cursor.executemany(f"INSERT INTO {self.table_sql(schema.table)} ({', '.join(self.q(n) for n in names)}) "
-                           f"VALUES ({', '.join(['%s'] * len(names))})",
-                           [tuple(value(n, new[key.index(n)]) if n in key else row[i] for i, n in enumerate(names))
-                            for new, row in moves.copies.items()])
-
-    def _adapter(self, column: Column) -> Callable[[Any], Any] | None:
-        """Log values that PyMySQL would render differently from what the snapshot loads."""
-        declared = self.column_type(column, False)
-        if column.kind == Kind.BIT and declared.startswith("bit"):
-            return lambda v: int(v, 2)  # a bit string, not its characters' bytes
-        if column.kind == Kind.ARRAY:
-            return array_json(column.element or "")
-        return None
+        self.batches.apply(cursor, schema, changes)
 
     def relation_bytes(self, cursor, table: str, name: TableId) -> int:
         cursor.execute("SELECT COALESCE(DATA_LENGTH, 0) + COALESCE(INDEX_LENGTH, 0) FROM information_schema.TABLES "

@@ -10,7 +10,7 @@ from cdc_assets.core.batches import TableChanges
 from cdc_assets.core.positions import PgPosition
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.sinks import postgres as postgres_sink
+from cdc_assets.sinks import postgres_apply
 from cdc_assets.sinks.postgres import PostgresSink
 
 TABLE = TableId("app", "items")
@@ -62,12 +62,12 @@ def test_copy_applies_a_batch_as_values_statements_do(servers, pg_target, monkey
     name, conn = pg_target
     sink = PostgresSink(DbUrl.parse(servers.postgres.url(name)), "postgres")
     try:
-        monkeypatch.setattr(postgres_sink, "COPY_MIN_ROWS", 10**9)
+        monkeypatch.setattr(postgres_apply, "COPY_MIN_ROWS", 10**9)
         by_values = applied(sink, conn, schema, key)
-        monkeypatch.setattr(postgres_sink, "COPY_MIN_ROWS", 1)
+        monkeypatch.setattr(postgres_apply, "COPY_MIN_ROWS", 1)
         by_copy = applied(sink, conn, schema, key)
         with sink.transaction() as cur:  # what decided between ON CONFLICT and DELETE + INSERT
-            assert sink._upserts(cur, schema) == (key in ("primary key", "unique index"))
+            assert sink.lookups.upserts(cur, schema) == (key in ("primary key", "unique index"))
     finally:
         sink.close()
     assert by_copy == by_values
@@ -85,11 +85,11 @@ def test_rows_swapping_a_unique_column_apply(servers, pg_target, monkeypatch, co
     with conn.cursor() as cur:
         cur.execute(f"CREATE SCHEMA app; CREATE TABLE app.items (id bigint PRIMARY KEY, v text{' UNIQUE' * unique_v})")
         cur.execute("INSERT INTO app.items VALUES (1, 'a'), (2, 'b')")
-    monkeypatch.setattr(postgres_sink, "COPY_MIN_ROWS", 1 if copy else 10**9)
+    monkeypatch.setattr(postgres_apply, "COPY_MIN_ROWS", 1 if copy else 10**9)
     sink = PostgresSink(DbUrl.parse(servers.postgres.url(name)), "postgres")
     try:
         with sink.transaction() as cur:
-            assert sink._upserts(cur, schema) is not unique_v
+            assert sink.lookups.upserts(cur, schema) is not unique_v
             sink.apply_changes(cur, schema, TableChanges(TABLE, rows={(1,): {"id": 1, "v": "b"}, (2,): {"id": 2, "v": "a"}}))
     finally:
         sink.close()
@@ -99,9 +99,9 @@ def test_rows_swapping_a_unique_column_apply(servers, pg_target, monkeypatch, co
 
 
 def copies_fresh(sink: PostgresSink, schema: TableSchema) -> bool:
-    sink._fresh_copies.clear()
+    sink.lookups.forget(schema.table)
     with sink.transaction() as cur:
-        return sink._upserts(cur, schema) and sink._copies_fresh(cur, schema, sink._types(schema))
+        return sink.lookups.upserts(cur, schema) and sink.lookups.copies_fresh(cur, schema, sink.batches.types(schema))
 
 
 @pytest.mark.parametrize("replay, over_snapshot", [(False, False), (True, False), (True, True)],
@@ -116,9 +116,9 @@ def test_fresh_rows_go_straight_into_the_table_unless_a_key_is_there(servers, pg
         if replay:  # an earlier attempt at the batch committed its new rows, not its checkpoint
             cur.execute("INSERT INTO app.items SELECT g, 'k' || g, 'old', 0 FROM generate_series(300, 349) g")
     copies = []
-    copied_into = postgres_sink._copied_into
-    monkeypatch.setattr(postgres_sink, "_copied_into", lambda *a: copies.append(copied_into(*a)) or copies[-1])
-    monkeypatch.setattr(postgres_sink, "COPY_MIN_ROWS", 1)
+    copied_into = postgres_apply.copied_into
+    monkeypatch.setattr(postgres_apply, "copied_into", lambda *a: copies.append(copied_into(*a)) or copies[-1])
+    monkeypatch.setattr(postgres_apply, "COPY_MIN_ROWS", 1)
     sink = PostgresSink(DbUrl.parse(servers.postgres.url(name)), "postgres")
     try:
         batch = changes(SCHEMA)
@@ -160,7 +160,7 @@ def test_fresh_rows_are_copied_only_into_tables_of_the_declared_types(servers, p
         assert copies_fresh(sink, SCHEMA) is copies
         if "VIEW" in ddl:  # no index to upsert by either; and were there one, still not a table
             with sink.transaction() as cur:
-                assert sink._copies_fresh(cur, SCHEMA, sink._types(SCHEMA)) is False
+                assert sink.lookups.copies_fresh(cur, SCHEMA, sink.batches.types(SCHEMA)) is False
         if copies:  # COPY does not run rules: an INSERT rule turns it off
             with conn.cursor() as cur:
                 cur.execute("CREATE TABLE app.log (id bigint); CREATE RULE logged AS ON INSERT TO app.items "

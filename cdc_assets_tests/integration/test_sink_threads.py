@@ -21,7 +21,7 @@ def test_catalog_reads_from_two_threads_at_once(tmp_path, servers, mariadb_targe
         rt = TaskRuntime(config)
         try:
             sink, table = rt.sink, TableId(name, "t")
-            with sink.conn.cursor() as cur:  # the target table the snapshot would have created
+            with sink.catalog() as cur:  # the target table the snapshot would have created
                 cur.execute(sink.create_namespace_sql(name))
                 cur.execute(f"CREATE TABLE {sink.table_sql(table)} (id INT PRIMARY KEY, v VARCHAR(20))")
             images, failures = BeforeImages(sink), []

@@ -8,7 +8,7 @@ from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import PhaseHooks, TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
 from cdc_assets.resumer.logfile import POSITION_LOG
-from cdc_assets.sinks.base import staging_table
+from cdc_assets.sinks.staging import staging_table
 from cdc_assets.core.tables import TableId
 from cdc_assets.sinks.split_locks import SplitBusy
 from cdc_assets_tests.support import config_for, fetch_rows, source_database

@@ -17,7 +17,7 @@ from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import SplitFailed, snapshot_splits
-from cdc_assets.sinks import postgres as postgres_sink
+from cdc_assets.sinks import postgres_apply
 from cdc_assets_tests.support import config_for, source_database
 
 MYSQL_DDL = """CREATE TABLE types_t (
@@ -255,7 +255,7 @@ def test_values_survive_the_snapshot_and_the_log(tmp_path, servers, mariadb_targ
     an UPDATE of every column, an UPDATE of every column but one) and the target renders it as the very text the
     snapshot's copy renders."""
     if apply == "copy":
-        monkeypatch.setattr(postgres_sink, "COPY_MIN_ROWS", 1)
+        monkeypatch.setattr(postgres_apply, "COPY_MIN_ROWS", 1)
     seed, rows, src_sql = seed_statements(kind, target_kind)
     table = f"{unique_name}.types_t" if kind == "mysql" else "app.types_t"
     namespace, name = table.split(".")

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from cdc_assets.engine import prefetch as prefetch_module
 from cdc_assets.engine.prefetch import prefetch
-from cdc_assets.sinks import postgres as postgres_sink
+from cdc_assets.sinks import postgres_apply
 
 BUDGET, SIZE, ITEMS = 50, 10, 30
 
@@ -50,12 +50,12 @@ def test_a_single_item_larger_than_the_budget_still_passes(monkeypatch):
 
 
 def test_postgres_statements_are_cut_by_rows_and_by_bytes(monkeypatch):
-    monkeypatch.setattr(postgres_sink, "PAGE_ROWS", 3)
-    monkeypatch.setattr(postgres_sink, "PAGE_BYTES", 100)
-    assert [len(p) for p in postgres_sink._pages([(1, "a" * 10)] * 7)] == [3, 3, 1]
+    monkeypatch.setattr(postgres_apply, "PAGE_ROWS", 3)
+    monkeypatch.setattr(postgres_apply, "PAGE_BYTES", 100)
+    assert [len(p) for p in postgres_apply._pages([(1, "a" * 10)] * 7)] == [3, 3, 1]
     # bytea travels as hex: 30 bytes count 60; a row over the budget goes alone
-    assert [len(p) for p in postgres_sink._pages([(b"x" * 30,)] * 3 + [("y" * 500,), (2,)])] == [1, 1, 1, 1, 1]
-    assert postgres_sink._pages([]) == []
+    assert [len(p) for p in postgres_apply._pages([(b"x" * 30,)] * 3 + [("y" * 500,), (2,)])] == [1, 1, 1, 1, 1]
+    assert postgres_apply._pages([]) == []
 
 
 def test_drained_says_whether_the_reader_has_an_item_and_keeps_its_order():

@@ -142,7 +142,7 @@ def test_fresh_keys_are_the_keys_a_batch_inserts_first():
 def test_a_batch_past_the_snapshot_horizon_replays_nothing_it_read():
     """`replaying_until` (the table's largest split high watermark) goes with a batch only while the batch may
     replay changes the snapshot read: a batch whose first change lies after it gets None, so a sink may take the
-    fresh rows' short way (sinks/postgres.py) and no move is judged against the snapshot."""
+    fresh rows' short way (sinks/postgres_apply.py) and no move is judged against the snapshot."""
     horizons = {T: MysqlPosition("b.000001", 900, server="1")}
     until = lambda table, first: replaying_until(horizons, table, first)  # noqa: E731
     horizon = horizons[T]

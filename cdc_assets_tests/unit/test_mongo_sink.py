@@ -29,8 +29,9 @@ from cdc_assets.sinks.mongodb.leases import LEASE_SECS, take_filter, take_update
 from cdc_assets.sinks.mongodb.positions import load_filter, upserts
 from cdc_assets.sinks.mongodb.ranges import order_agrees, range_filter
 from cdc_assets.sinks.mongodb.server import standalone_refusal, transactions_in
-from cdc_assets.sinks.mongodb.sink import declared, id_form_differs, staging_name
+from cdc_assets.sinks.mongodb.sink import declared, id_form_differs
 from cdc_assets.sinks.mongodb.staging import StageTarget, stage_rows, staged_document, task_write
+from cdc_assets.sinks.mongodb.staging_collections import staging_name
 from cdc_assets.sinks.mongodb.text_values import TextRefused, parse_text
 
 TABLE = TableId("shop", "orders")

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from cdc_assets.sinks import postgres as postgres_sink
+from cdc_assets.sinks import postgres_values
 from cdc_assets.sinks.copy_rows import NotCopied, column_renderer, copy_lines
 
 UTC, EAST = dt.timezone.utc, dt.timezone(dt.timedelta(hours=5, minutes=30))
@@ -74,7 +74,7 @@ def through_values(conn, type_sql: str, values: list) -> list[str | None]:
     with conn.cursor() as cur:
         texts = []
         for value in values:
-            cur.execute(f"SELECT CAST(%s AS {type_sql})::text", (postgres_sink._param(value),))
+            cur.execute(f"SELECT CAST(%s AS {type_sql})::text", (postgres_values.param(value),))
             texts.append(cur.fetchone()[0])
         return texts
 

@@ -1,8 +1,12 @@
 """What the target server offers: transactions need a replica set or a sharded cluster (mongos)."""
 from __future__ import annotations
 
-from pymongo import MongoClient
+from dataclasses import dataclass
 
+from pymongo import MongoClient
+from pymongo.client_session import ClientSession
+
+from cdc_assets.core.tables import TableId
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.errors import CdcError
 
@@ -12,6 +16,20 @@ META_DATABASE = "cdc_assets_meta"
 def connect(url: DbUrl) -> MongoClient:
     """pymongo reads the URL itself (seed lists, SRV, options); tz-aware so dates come back as UTC instants."""
     return MongoClient(url.render(masked=False), tz_aware=True)
+
+
+def collection(client: MongoClient, table: TableId):
+    """A table's collection: `namespace.name` -> database.collection."""
+    return client[table.namespace][table.name]
+
+
+@dataclass
+class MongoTx:
+    """What the engine carries through a commit: the session whose transaction holds every write (None on a
+    standalone server, where each write stands alone)."""
+
+    client: MongoClient
+    session: ClientSession | None
 
 
 def has_transactions(client: MongoClient) -> bool:

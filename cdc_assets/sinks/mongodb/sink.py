@@ -1,38 +1,27 @@
 """MongoDB as a target: one collection per source table (`namespace.name` -> database.collection), each row a
-document keyed by `_id` (`documents.py`), staging collections written inside Spark tasks, and commits in a
-multi-document transaction on a replica set.
-
-A group's commit (`merge_staged`) deletes what the splits cover in the target, by range on `_id` where BSON orders
-the key as the source does (`ranges.order_agrees`), else by the staged `_id`s, then copies the staged documents
-in through the driver, batch by batch, all inside the commit's transaction ($merge/$out cannot run in one).
+document keyed by `_id` (`documents.py`), staging collections written inside Spark tasks and committed by
+`staging_collections.py`, and commits in a multi-document transaction on a replica set.
 """
 from __future__ import annotations
 
-import hashlib
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Iterator
 
-from pymongo import MongoClient
-from pymongo.client_session import ClientSession
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
 from cdc_assets.core.batches import TableChanges
-from cdc_assets.core.boundary import SPLIT_COLUMN, RowExport, RowFormat, SplitRanges, TargetFormat, TaskWrite
+from cdc_assets.core.boundary import RowExport, RowFormat, SplitRanges, TargetFormat, TaskWrite
 from cdc_assets.core.splits import KeyRange
 from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.errors import CdcError, TableError
 from cdc_assets.sinks.mongodb.changes import operations
-from cdc_assets.sinks.mongodb.documents import ID, key_from_id
+from cdc_assets.sinks.mongodb.documents import ID
 from cdc_assets.sinks.mongodb.leases import MongoSplitLocks
-from cdc_assets.sinks.mongodb.ranges import order_agrees, range_filter
-from cdc_assets.sinks.mongodb.server import connect, has_transactions
-from cdc_assets.sinks.mongodb.staging import task_write
-
-COPY_BATCH = 1000  # staged documents per insert_many inside the commit transaction
-ID_BATCH = 10_000  # `_id`s per $in
+from cdc_assets.sinks.mongodb.ranges import order_agrees
+from cdc_assets.sinks.mongodb.server import MongoTx, collection, connect, has_transactions
+from cdc_assets.sinks.mongodb.staging_collections import StagingCollections
 
 # The BSON type each logical kind becomes (docs/connectors/mongodb-target.md); `documents.py` does the converting.
 BSON_TYPES = {
@@ -49,21 +38,6 @@ def declared(column: Column, in_key: bool) -> str:
         raise TableError(f"column '{column.name}' ({column.native}) has no BSON mapping",
                          "leave it out with source.exclude_columns")
     return BSON_TYPES[column.kind]
-
-
-@dataclass
-class MongoTx:
-    """What the engine carries through a commit: the session whose transaction holds every write (None on a
-    standalone server, where each write stands alone)."""
-
-    client: MongoClient
-    session: ClientSession | None
-
-
-def staging_name(table: TableId, first_split: int) -> TableId:
-    """Deterministic per table and first split, so a crashed run's staging collection is replaced."""
-    digest = hashlib.sha256(str(table).encode()).hexdigest()[:10]
-    return TableId(table.namespace, f"_cdc_stage_{table.name[:48]}_{digest}_{first_split}")
 
 
 def id_form_differs(document: dict | None, schema: TableSchema) -> bool:
@@ -89,10 +63,10 @@ class MongoSink:
         self.source_db_type = source_db_type
         self.client = connect(url)
         self.transactional = has_transactions(self.client)
-        self._staged: dict[TableId, tuple[TableId, tuple[str, ...]]] = {}  # staging -> (table, key)
+        self.staging = StagingCollections(self.client, url)
 
     def collection(self, table: TableId):
-        return self.client[table.namespace][table.name]
+        return collection(self.client, table)
 
     def target_format(self) -> TargetFormat:
         return TargetFormat(self.db_type, RowFormat.COLUMNS, declared)
@@ -140,29 +114,16 @@ class MongoSink:
                                                           {"$set": {column.name: None}})
 
     def staging_table(self, table: TableId, first_split: int) -> TableId:
-        staging = staging_name(table, first_split)
-        self._staged[staging] = (table, ())
-        return staging
+        return self.staging.name(table, first_split)
 
     def create_staging(self, staging: TableId, export: RowExport, key: tuple[str, ...]) -> None:
-        """The key comes here, not with the write: Spark tasks need it to build each staged `_id`."""
-        self._staged[staging] = (self._staged.get(staging, (staging, ()))[0], key)
-        self.collection(staging).drop()
-        self.client[staging.namespace].create_collection(staging.name)
+        self.staging.create(staging, export, key)
 
     def staging_write(self, staging: TableId, export: RowExport) -> TaskWrite:
-        if not self._staged.get(staging, (None, ()))[1]:
-            raise TableError(f"staging collection {staging} was not created by create_staging on {self.url}",
-                             "call create_staging(staging, export, key) before staging_write")
-        table, key = self._staged[staging]
-        return task_write(self.url, staging, table, key, export)
+        return self.staging.write(staging, export)
 
     def staged_bytes(self, staging: TableId) -> int:
-        stats = list(self.collection(staging).aggregate([{"$collStats": {"storageStats": {}}}]))
-        if not stats:
-            return 0
-        storage = stats[0].get("storageStats", {})
-        return int(storage.get("size", 0)) + int(storage.get("totalIndexSize", 0))
+        return self.staging.staged_bytes(staging)
 
     @contextmanager
     def transaction(self) -> Iterator[MongoTx]:
@@ -178,34 +139,14 @@ class MongoSink:
 
     def merge_staged(self, tx: MongoTx, schema: TableSchema, staging: TableId, export: RowExport,
                      replace: SplitRanges, counts: dict[int, int] | None = None) -> dict[int, int]:
-        target, staged = self.collection(schema.table), self.collection(staging)
-        if counts is None:
-            counts = {int(d[ID]): int(d["n"]) for d in staged.aggregate(
-                [{"$group": {ID: f"${SPLIT_COLUMN}", "n": {"$sum": 1}}}], session=tx.session)}
-        if replace.by_range:
-            target.delete_many(range_filter(schema, replace.ranges, replace.kind), session=tx.session)
-        else:
-            for ids in _batches((d[ID] for d in staged.find({}, {ID: 1}, session=tx.session)), ID_BATCH):
-                target.delete_many({ID: {"$in": ids}}, session=tx.session)
-        for documents in _batches(staged.find({}, {SPLIT_COLUMN: 0}, session=tx.session), COPY_BATCH):
-            target.insert_many(documents, ordered=True, session=tx.session)
-        return counts
+        return self.staging.merge(tx, schema, staging, export, replace, counts)
 
     def unstaged_keys(self, tx: MongoTx, schema: TableSchema, staging: TableId, export: RowExport,
                       replace: SplitRanges) -> list[tuple]:
-        """Keys the target holds in the splits' ranges by BSON's order that the group did not stage."""
-        target, staged = self.collection(schema.table), self.collection(staging)
-        out = []
-        held = (d[ID] for d in target.find(range_filter(schema, replace.ranges, replace.kind), {ID: 1},
-                                           session=tx.session))
-        for ids in _batches(held, ID_BATCH):
-            present = {repr(d[ID]) for d in staged.find({ID: {"$in": ids}}, {ID: 1}, session=tx.session)}
-            out += [key_from_id(i, schema) for i in ids if repr(i) not in present]
-        return out
+        return self.staging.unstaged_keys(tx, schema, staging, export, replace)
 
     def drop_staging(self, staging: TableId) -> None:
-        self.collection(staging).drop()
-        self._staged.pop(staging, None)
+        self.staging.drop(staging)
 
     def parses_source_text(self) -> bool:
         return False  # documents hold typed values
@@ -231,13 +172,3 @@ class MongoSink:
     def close(self) -> None:
         self.client.close()
 
-
-def _batches(items, size: int) -> Iterator[list]:
-    batch: list = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

@@ -1,0 +1,83 @@
+"""How a batch's key moves (`core.batches.Move`) reach a SQL target: read, before the batch writes anything, the
+row each move comes from (`core.move_source` decides which), so that the batch inserts a copy of it under the new
+key and writes the columns the log carried over it like a partial row."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from cdc_assets.core.batches import MoveIncomplete, TableChanges
+from cdc_assets.core.move_source import MoveSource, move_source
+from cdc_assets.core.positions import is_before
+from cdc_assets.core.tables import TableSchema
+from cdc_assets.core.urls import DbUrl
+from cdc_assets.errors import REPLAN_HINT
+from cdc_assets.sinks.move_marks import MoveMarks, applied, newest, point_of
+
+# (cursor, schema, key) -> the target's row under `key`, every column in schema order, in a form the dialect
+# writes back unchanged; None when there is none.
+TargetRow = Callable[[object, TableSchema, tuple], "tuple | None"]
+
+
+@dataclass(frozen=True)
+class Moves:
+    """How a batch's moves reach the target: copies of the old keys' rows inserted under the new keys, then the
+    columns the log carried written over them like partial rows."""
+
+    copies: dict[tuple, tuple]  # new key -> the old key's row, all columns in schema order, as `target_row` read it
+    updates: dict[tuple, dict]  # new key -> the columns the log carried
+
+
+def plan_moves(cursor, schema: TableSchema, changes: TableChanges, marks: MoveMarks, target_row: TargetRow,
+               url: DbUrl) -> Moves:
+    """Read, before the batch writes anything, the rows its moves come from (`core.move_source` decides which:
+    the old key's row, or, when the target is past the move already, the new key's); a move whose unchanged
+    columns neither key holds, or whose source the batch cannot tell, stops the batch. Advances the table's
+    move mark (`marks`) in the same transaction."""
+    copies: dict[tuple, tuple] = {}
+    updates: dict[tuple, dict] = {}
+    if not changes.moves:
+        return Moves(copies, updates)
+    marked = marks.ready  # its table made by prepare_changes (a backfill prepares nothing)
+    mark = marks.read(cursor, schema.table) if marked else None
+    for new, move in changes.moves.items():  # rare (key changes of rows with TOASTed values): two queries each
+        row = target_row(cursor, schema, move.origin)
+        refilled = move.origin != new and (move.origin in changes.rows or move.origin in changes.moves)
+        source = move_source(origin_held=row is not None, new_held=target_row(cursor, schema, new) is not None,
+                             vacated=move.vacated, refilled=refilled,
+                             replaying=_superseded(move, changes.replaying_until),
+                             applied=applied(mark, point_of(move.position, changes.floor)),
+                             in_parts=changes.in_parts)
+        if source is MoveSource.SUPERSEDED:
+            continue
+        if source in (MoveSource.LOST, MoveSource.AMBIGUOUS, MoveSource.REPLAYED_AWAY):
+            raise _move_error(schema, new, move, source, changes.floor, url)
+        if source is MoveSource.ORIGIN:
+            copies[new] = row
+        updates[new] = move.columns
+    points = [p for m in changes.moves.values() if (p := point_of(m.position, changes.floor)) is not None]
+    after = newest(mark, points)
+    if marked and after is not None and after != mark:
+        marks.write(cursor, schema.table, after)
+    return Moves(copies, updates)
+
+
+def _superseded(move, replaying_until) -> bool:
+    return (replaying_until is not None and move.position is not None
+            and not is_before(replaying_until, move.position))
+
+
+def _move_error(schema: TableSchema, new: tuple, move, source: MoveSource, floor, url: DbUrl) -> MoveIncomplete:
+    missing = ", ".join(c.name for c in schema.columns if c.name not in move.columns)
+    why = {MoveSource.LOST: "the target on {url} holds neither key",
+           MoveSource.AMBIGUOUS: "the move is replayed over the snapshot (at or before its high watermarks) and "
+           "the batch fills the old key again after it: the target's row under the old key on {url} may be the "
+           "moved row or the later one",
+           MoveSource.REPLAYED_AWAY: "the target on {url} applied the move before (a replay after a crash) but "
+           "no longer holds the row under the new key"}[source]
+    at = move.position if move.position is not None else f"the transaction committed after {floor}"
+    return MoveIncomplete(
+        f"cannot move the row of {schema.table} from key {move.origin} to {new} at {at}: the log "
+        f"leaves out its unchanged column(s) {missing} and " + why.format(url=url),
+        f"{REPLAN_HINT}; ALTER TABLE {schema.table} REPLICA IDENTITY FULL on the source makes the log carry "
+        "whole rows")

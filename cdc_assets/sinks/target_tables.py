@@ -1,0 +1,64 @@
+"""A SQL sink's target tables: created from the source's schema when missing, accepted when they hold every
+column, following the columns the source adds, and what each column holds as the catalog declares it."""
+from __future__ import annotations
+
+from cdc_assets.core.fits import Capacity, capacity
+from cdc_assets.core.tables import Column, TableId, TableSchema
+from cdc_assets.errors import TableError
+
+
+class TargetTables:
+    """The DDL and catalog reads of one sink's tables, in the dialect `sink` declares (`q`, `column_type`,
+    `create_namespace_sql`, `existing_columns`, `check_key_columns`, `column_type_sql`), through its `catalog()`."""
+
+    def __init__(self, sink) -> None:
+        self.sink = sink
+        self._capacities: dict[TableId, dict[str, Capacity | None]] = {}  # see capacities
+
+    def ensure(self, schema: TableSchema) -> bool:
+        """Create the target table when missing (returns True); accept an existing one holding every column."""
+        sink = self.sink
+        self._capacities.pop(schema.table, None)
+        existing = sink.existing_columns(schema.table)
+        if existing is not None:
+            missing = [c.name for c in schema.columns if c.name not in existing]
+            if missing:
+                raise TableError(
+                    f"target table {schema.table} exists but lacks columns {missing} on {sink.url}",
+                    "add them, or drop the target table so it is created from the source")
+            sink.check_key_columns(schema)
+            return False
+        # NULL said out loud: MySQL with explicit_defaults_for_timestamp=OFF makes an unqualified TIMESTAMP
+        # column NOT NULL DEFAULT CURRENT_TIMESTAMP, which would turn NULLs into the time of the write.
+        cols = [f"{sink.q(c.name)} {sink.column_type(c, c.name in schema.primary_key)}"
+                f"{' NOT NULL' if not c.nullable or c.name in schema.primary_key else ' NULL'}" for c in schema.columns]
+        key = ", ".join(sink.q(k) for k in schema.primary_key)
+        with sink.catalog() as cur:
+            cur.execute(sink.create_namespace_sql(schema.table.namespace))
+            cur.execute(f"CREATE TABLE {sink.table_sql(schema.table)} ({', '.join(cols)}, PRIMARY KEY ({key}))")
+        return True
+
+    def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
+        """Add to the target table those of `columns` it lacks (the source added them)."""
+        sink = self.sink
+        self._capacities.pop(schema.table, None)
+        existing = sink.existing_columns(schema.table) or set()
+        with sink.catalog() as cur:
+            for column in columns:
+                if column.name not in existing:
+                    cur.execute(f"ALTER TABLE {sink.table_sql(schema.table)} ADD COLUMN {sink.q(column.name)} "
+                                f"{sink.column_type(column, False)}")
+
+    def capacities(self, table: TableId, fresh: bool = False) -> dict[str, Capacity | None]:
+        """What each column of the target table holds, from its catalog: read once per table and sink (each run
+        has its own sink, so a column the user altered is seen by the next run), or anew when `fresh`."""
+        found = None if fresh else self._capacities.get(table)
+        if found is None:
+            with self.sink.catalog() as cur:
+                cur.execute("SELECT column_name, data_type, character_maximum_length, numeric_precision, "
+                            f"numeric_scale, datetime_precision, {self.sink.column_type_sql} "
+                            "FROM information_schema.columns WHERE table_schema = %s AND table_name = %s",
+                            (table.namespace, table.name))
+                found = {r[0]: capacity(*r[1:]) for r in cur.fetchall()}
+            self._capacities[table] = found
+        return found
