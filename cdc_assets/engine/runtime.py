@@ -5,16 +5,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable
 
-from cdc_assets.config import DbResumer, LogResumer, SqliteResumer, TargetConfig, TargetResumer, TaskConfig
+from cdc_assets.config import TargetConfig, TaskConfig
 from cdc_assets.core.boundary import Log, Sink, SnapshotSource
 from cdc_assets.core.commit_policy import CommitPolicy
-from cdc_assets.core.urls import DbUrl
 from cdc_assets.engine.plans import PlanStore
 from cdc_assets.errors import ConfigError
-from cdc_assets.engine.registry import position_store_factory, sink_factory, source_engine
-from cdc_assets.resumer.logfile import PositionLog
+from cdc_assets.engine.registry import sink_factory, source_engine
+from cdc_assets.engine.resumer_stores import open_resumer
 from cdc_assets.resumer.resumer import Resumer
-from cdc_assets.resumer.sqlite import SqlitePositionStore
 
 
 @dataclass
@@ -105,20 +103,7 @@ class TaskRuntime:
 
     @cached_property
     def resumer(self) -> Resumer:
-        log = PositionLog(self.config.log_dir)
-        r = self.target.resumer or self.config.resumer
-        if isinstance(r, SqliteResumer):
-            store = SqlitePositionStore(r.path or self.config.data_dir / "positions.sqlite")
-        elif isinstance(r, TargetResumer):
-            url = self.target.db_url
-            store = position_store_factory(url.db_type)(url, r.table_full_name, "from_target")
-        elif isinstance(r, DbResumer):
-            url = DbUrl.parse(r.url, "resumer.url")
-            store = position_store_factory(url.db_type)(url, r.table_full_name, "from_db")
-        elif isinstance(r, LogResumer):
-            store = log if r.log_dir is None else PositionLog(r.log_dir)
-            log = store
-        return Resumer(self.position_key, store, log, self.config.source.db_type)
+        return open_resumer(self.config, self.target, self.position_key)
 
     @property
     def spark(self):

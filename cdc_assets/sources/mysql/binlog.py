@@ -10,8 +10,9 @@ Binlog facts this relies on (MySQL internals manual "Binary Log Events", MariaDB
 - ROTATE_EVENT names the next file; the server first sends a synthetic one (timestamp 0) naming where it starts.
 
 The pieces: values.py (values as the snapshot reads them), ddl.py (which captured tables a statement touches),
-assembly.py (events -> transactions, XA), prepared_xa.py (XAs prepared before the start), stream.py (open, fetch,
-errors), timestamps.py (startup_mode=timestamp). Importing them applies our patches to the library once:
+assembly.py (events -> transactions) with boundaries.py (positions), row_events.py (rows events -> changes) and
+xa_holds.py (XA), prepared_xa.py (XAs prepared before the start), stream.py (open, fetch, errors), timestamps.py
+(startup_mode=timestamp). Importing them applies our patches to the library once:
 transaction_payload.py (TRANSACTION_PAYLOAD_EVENT in its event map), partial_json.py (read_binary_json) and
 json_text.py (parse_opaque).
 """

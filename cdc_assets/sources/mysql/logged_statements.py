@@ -19,6 +19,7 @@ from collections.abc import Collection
 from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.tables import TableId
 from cdc_assets.errors import SourceSetupError
+from cdc_assets.sources.mysql.boundaries import Boundaries
 
 _TOKEN = re.compile(r"""
     (?P<skip>\s+|/\*M?!\d*|\*/|/\*.*?\*/|(?:--\s|\#)[^\n]*)   # space, comments; /*!...*/ bodies are executed
@@ -230,6 +231,19 @@ def logged_as_statement(tables: list[TableId], verb: str, position: MysqlPositio
         f"must not SET SESSION binlog_format), then re-snapshot {names}, whose changes are missing from the log: "
         "remove it from source.tables, run `cdc-assets sync` once, add it back and run `cdc-assets snapshot`; or "
         "re-snapshot the task: cdc-assets plan --replan, then cdc-assets snapshot")
+
+
+class StatementStop:
+    """Raises at a DML statement on a captured table before its group ends, so no checkpoint passes it;
+    `stops=False` for reads of the log before the task's start, whose statements were the reader's to stop at."""
+
+    def __init__(self, schemas: Collection[TableId], where: str, at: Boundaries, stops: bool = True) -> None:
+        self.schemas, self.where, self.at, self.stops = schemas, where, at, stops
+
+    def check(self, statement: str, default_db: str, log_pos: int) -> None:
+        """`statement`, logged at `log_pos` with `default_db` as its default database."""
+        if self.stops and (written := dml_tables(statement, default_db, self.schemas)):
+            raise logged_as_statement(written, statement_verb(statement), self.at.within(log_pos), self.where)
 
 
 def statement_verb(statement: str) -> str:

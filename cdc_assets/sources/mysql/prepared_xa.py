@@ -7,7 +7,8 @@ from cdc_assets.core.positions import MysqlPosition, is_before
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.errors import REPLAN_HINT, PositionLost, UnreachableError
-from cdc_assets.sources.mysql.assembly import Assembler, XaId
+from cdc_assets.sources.mysql.assembly import Assembler
+from cdc_assets.sources.mysql.xa_holds import XaId
 from cdc_assets.sources.mysql.stream import READER_EVENTS, binary_logs, fetch, open_stream
 from cdc_assets.sources.mysql.stream_start import FIRST_EVENT_OFFSET
 
@@ -72,4 +73,4 @@ class PreparedBefore:
                     f"re-reading the binlog of {self.url} from {first} for XA transactions pending at {self.start}, "
                     f"the stream ended {MAX_STALLS} times in a row at {opened_at} without completing a transaction",
                     "run again: the read resumes from the last checkpoint")
-        return asm.prepared
+        return asm.xas.prepared

@@ -1,5 +1,5 @@
-"""MySQL/MariaDB as a snapshot source: capture checks, table discovery, key statistics, binlog position, the
-snapshot's select expressions and COPY lines, and what a failed export can be explained by."""
+"""MySQL/MariaDB as a snapshot source: capture checks, table discovery (describe.py), key statistics, binlog
+position, the snapshot's select expressions and COPY lines, and what a failed export can be explained by."""
 from __future__ import annotations
 
 import importlib.util
@@ -15,23 +15,13 @@ from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, mysqlclient_args
 from cdc_assets.dbapi.jdbc import mysql_jdbc
 from cdc_assets.dbapi.mysql_flavour import detect
-from cdc_assets.errors import CdcError, NulInText, SourceSetupError, TableError
-from cdc_assets.sources.base import SqlSource, resolve_key
+from cdc_assets.errors import CdcError, NulInText, SourceSetupError
+from cdc_assets.sources.base import SqlSource
 from cdc_assets.sources.mysql import capture, types
+from cdc_assets.sources.mysql.describe import describe_table
+from cdc_assets.sources.split_planning import KeyProbes
 
 ER_NO_PRIVILEGE = {1045, 1142, 1227}  # access denied: privilege (SUPER / SLAVE MONITOR / REPLICATION CLIENT)
-
-_COLUMNS_SQL = """
-SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_MAXIMUM_LENGTH,
-       NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, COLLATION_NAME, CHARACTER_SET_NAME
-FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION"""
-_PK_SQL = """
-SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE
-WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION"""
-_UNIQUE_SQL = """
-SELECT INDEX_NAME FROM information_schema.STATISTICS
-WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND NON_UNIQUE = 0
-GROUP BY INDEX_NAME HAVING COUNT(*) = 1 AND MAX(COLUMN_NAME) = %s"""
 
 
 class MysqlSource(SqlSource):
@@ -42,6 +32,7 @@ class MysqlSource(SqlSource):
         self.url = url
         self.conn = connect(url, database="")
         self.flavour = detect(self.conn)
+        self.probes = KeyProbes(self.conn, self.db_type)
         # The C client's login for the pipe: on MariaDB, with mysqlclient installed, on a login it was tested with
         # (mysqlclient_args). MySQL 8 stays on JDBC: no MySQL 8 server runs here to try the C client's logins on.
         self._pipe_args = (mysqlclient_args(url) if pipe and self.flavour.mariadb
@@ -77,30 +68,7 @@ class MysqlSource(SqlSource):
         return bool(row and (row.get("Source_Host") or row.get("Master_Host"))), ""
 
     def describe(self, table: TableId, split_column: str | None = None) -> TableSchema:
-        with self.conn.cursor(pymysql.cursors.DictCursor) as cur:
-            cur.execute(_COLUMNS_SQL, (table.namespace, table.name))
-            rows = [{k.lower(): v for k, v in r.items()} for r in cur.fetchall()]
-            if not rows:
-                raise TableError(f"table {table} does not exist on {self.url}", "create it, or remove it from source.tables")
-            cur.execute(_PK_SQL, (table.namespace, table.name))
-            pk = tuple(r["COLUMN_NAME"] for r in cur.fetchall())
-        columns = tuple(types.column_from_catalog(r, self._json_columns(table)) for r in rows)
-        return resolve_key(table, columns, pk, split_column, lambda c: self._is_unique(table, c))
-
-    def _json_columns(self, table: TableId) -> set[str]:
-        if not self.flavour.mariadb:
-            return set()
-        with self.conn.cursor() as cur:
-            cur.execute(
-                "SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
-                "WHERE CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s", (table.namespace, table.name))
-            clauses = [r[0] for r in cur.fetchall()]
-        return {c[len("json_valid(`"):-2] for c in clauses if c.startswith("json_valid(`") and c.endswith("`)")}
-
-    def _is_unique(self, table: TableId, column: str) -> bool:
-        with self.conn.cursor() as cur:
-            cur.execute(_UNIQUE_SQL, (table.namespace, table.name, column))
-            return cur.fetchone() is not None
+        return describe_table(self.conn, self.url, self.flavour.mariadb, table, split_column)
 
     def export(self, plan: SplitPlan, schema: TableSchema, splits: list[Split], target: TargetFormat) -> RowExport:
         """A PostgreSQL target (`pipes_copy`): one `SELECT` of the JDBC export's COPY line per split, which a Spark
@@ -170,14 +138,14 @@ class MysqlSource(SqlSource):
         return MysqlPosition(file, pos, (gtid or "").replace("\n", ""), server)
 
     def key_stats(self, schema: TableSchema, kind: str) -> KeyStats:
-        lo, hi = self._min_max(schema, kind)
+        lo, hi = self.probes.min_max(schema, kind)
         with self.conn.cursor() as cur:
             cur.execute(
                 "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
                 (schema.table.namespace, schema.table.name))
             estimate = int(cur.fetchone()[0] or 0)
         # InnoDB's estimate can be 0 for a freshly loaded table; count when it says nothing useful.
-        rows = estimate if estimate > 0 else self._count(schema.table)
+        rows = estimate if estimate > 0 else self.probes.count(schema.table)
         return KeyStats(lo, hi, rows)
 
     def jdbc(self) -> JdbcEndpoint:

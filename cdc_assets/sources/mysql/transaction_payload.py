@@ -36,6 +36,12 @@ from pymysql.protocol import MysqlPacket
 from pymysqlreplication.event import BinLogEvent, NotImplementedEvent
 from pymysqlreplication.packet import BinLogPacketWrapper
 
+from cdc_assets.core.positions import MysqlPosition
+from cdc_assets.errors import REPLAN_HINT, SourceSetupError
+
+PAYLOAD_HINT = ("set binlog_transaction_compression=OFF on the source (globally and in the writing sessions), "
+                "then " + REPLAN_HINT)
+
 TRANSACTION_PAYLOAD_EVENT = 40
 HEADER_END_MARK, PAYLOAD_SIZE, COMPRESSION_TYPE, UNCOMPRESSED_SIZE = 0, 1, 2, 3
 ZSTD, NONE = 0, 255
@@ -151,6 +157,16 @@ class TransactionPayloadEvent(BinLogEvent):
             if wrapper.event is not None:  # TableMapEvent registers itself in table_map while parsing
                 wrapper.log_pos = self.log_pos if i == len(raw_events) - 1 else start
                 self.events.append(wrapper.event)
+
+
+def events_of(event: TransactionPayloadEvent, file: str, where: str) -> list[BinLogEvent]:
+    """The inner events of a compressed transaction in `file` of the binlog of `where`; raises SourceSetupError
+    when its payload could not be read."""
+    if event.failure is not None:
+        end = MysqlPosition(file, event.log_pos)
+        raise SourceSetupError(f"cannot read the compressed transaction (TRANSACTION_PAYLOAD_EVENT) ending at "
+                               f"{end} in the binlog of {where}: {event.failure}", PAYLOAD_HINT)
+    return event.events
 
 
 _EVENT_MAP: dict = BinLogPacketWrapper._BinLogPacketWrapper__event_map  # type: ignore[attr-defined]

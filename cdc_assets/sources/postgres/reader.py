@@ -1,5 +1,6 @@
-"""`PgLogReader`: the log reader over a logical replication slot, on psycopg2's LogicalReplicationConnection
-with the built-in `pgoutput` plugin (protocol v1); `Assembler` turns the messages into events.
+"""`PgLogReader`: the log reader over a logical replication slot, on a replication connection streaming the
+built-in `pgoutput` plugin (replication.py); `pgoutput.decode` reads each message, `Assembler` turns the messages
+into events, `Feedback` says what the server may release.
 
 Facts this relies on (PostgreSQL 15 "Streaming Replication Protocol"):
 - XLogData's walEnd is the message's own LSN (0 for Relation), a keepalive's walEnd is how far decoding got:
@@ -11,12 +12,7 @@ from __future__ import annotations
 import select
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
-
-import psycopg2
-import psycopg2.errors
-from psycopg2.extras import LogicalReplicationConnection
+from collections.abc import Iterator
 
 from cdc_assets.core.events import Idle, Transaction, TransactionPart
 from cdc_assets.core.boundary import LogItem
@@ -24,20 +20,17 @@ from cdc_assets.core.positions import PgPosition
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect
-from cdc_assets.dbapi.errors import first_line
-from cdc_assets.errors import NETWORK_HINT, REPLAN_HINT, PositionLost, SourceSetupError, UnreachableError
+from cdc_assets.errors import SourceSetupError
 from cdc_assets.sources.postgres import pgoutput
 from cdc_assets.sources.postgres.assembly import Assembler
 from cdc_assets.sources.postgres.catalog import Catalog
 from cdc_assets.sources.postgres.feedback import Feedback
 from cdc_assets.sources.postgres.partitions import partitions_of
+from cdc_assets.sources.postgres.replication import ReplicationConnection
 from cdc_assets.sources.postgres.slot import advance_slot
 
 IDLE_AFTER = 1.0  # seconds without a yield before an Idle
 POLL_INTERVAL = 0.2  # seconds select() waits for the replication socket
-STATUS_INTERVAL = 5  # seconds between psycopg2's automatic status updates; servers drop silent clients after
-#                      wal_sender_timeout (60 s by default)
-SESSION_OPTIONS = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"
 
 
 class PgLogReader:
@@ -68,7 +61,7 @@ class PgLogReader:
         self.schemas = schemas
         self.acknowledged = acknowledged
         self.source_text = source_text
-        self._cursor = None
+        self._replication: ReplicationConnection | None = None  # while a read streams
         self._closed = False
         self._ack: PgPosition | None = None  # sent by the reading thread: a replication cursor is not shared
         self._acked = threading.Event()  # wakes a reader that holds back
@@ -86,24 +79,24 @@ class PgLogReader:
         if stop_at is not None and stop_at.lsn <= start.lsn:
             return
         owners = self._partitions()
-        conn = self._connect()
+        replication = ReplicationConnection(self.url, self.slot, self.publication)
         catalog = None
         try:
             catalog = Catalog(self.url, list(self.schemas))
-            cursor = conn.cursor()
-            self._start(cursor, start)
-            self._cursor = cursor
-            yield from self._stream(cursor, start, stop_at, catalog, part_events, owners)
+            replication.start(start)
+            self._replication = replication
+            yield from self._stream(replication, start, stop_at, catalog, part_events, owners)
         finally:
-            self._cursor = None
-            conn.close()
+            self._replication = None
+            replication.close()
             if catalog is not None:
                 catalog.close()
 
-    def _stream(self, cursor, start: PgPosition, stop_at: PgPosition | None, catalog: Catalog,
-                part_events: int | None, owners: dict) -> Iterator:
+    def _stream(self, replication: ReplicationConnection, start: PgPosition, stop_at: PgPosition | None,
+                catalog: Catalog, part_events: int | None, owners: dict) -> Iterator:
+        cursor = replication.cursor
         asm = Assembler(start, self.schemas, cursor, catalog, part_events, owners, self.source_text)
-        feedback = Feedback(lambda **kw: self._call(lambda: cursor.send_feedback(**kw)), start.lsn)
+        feedback = Feedback(replication.send_feedback, start.lsn)
         sent = reported = start  # `sent`: every transaction committing before it was received
         last_yield = time.monotonic()
         holding_back = False
@@ -113,7 +106,7 @@ class PgLogReader:
             message = None
             if feedback.may_read() or not self.acknowledged:
                 holding_back = False
-                message = self._call(cursor.read_message)
+                message = replication.read_message()
             elif not holding_back:  # the consumer should commit what it holds, now
                 holding_back = True
                 yield Idle(sent, flush=True)
@@ -150,7 +143,7 @@ class PgLogReader:
     def acknowledge(self, position: PgPosition) -> None:
         """The target stored everything up to `position`: let the slot release the WAL before it. Safe to call
         from another thread than the one reading."""
-        if self._cursor is not None:
+        if self._replication is not None:
             self._ack = position
             self._acked.set()
         else:
@@ -169,43 +162,3 @@ class PgLogReader:
             return partitions_of(conn, list(self.schemas))
         finally:
             conn.close()
-
-    def _connect(self):
-        try:
-            return psycopg2.connect(
-                host=self.url.host, port=self.url.port, user=self.url.user or None,
-                password=self.url.password or None, dbname=self.url.database, connect_timeout=10,
-                client_encoding="UTF8", options=SESSION_OPTIONS, connection_factory=LogicalReplicationConnection)
-        except psycopg2.OperationalError as exc:
-            raise UnreachableError(f"cannot open a replication connection to {self.url}: "
-                                   f"{first_line(exc, self.url.password)}", NETWORK_HINT) from None
-
-    def _start(self, cursor, start: PgPosition) -> None:
-        self._call(lambda: cursor.start_replication(
-            slot_name=self.slot, decode=False, start_lsn=start.lsn, status_interval=STATUS_INTERVAL,
-            options={"proto_version": "1", "publication_names": self.publication}))
-
-    def _call(self, action: Callable[[], Any]) -> Any:
-        try:
-            return action()
-        except psycopg2.Error as exc:
-            raise self._translate(exc) from None
-
-    def _translate(self, exc: psycopg2.Error) -> Exception:
-        reason = first_line(exc, self.url.password)
-        if isinstance(exc, psycopg2.errors.UndefinedObject) and "publication" in reason:
-            return PositionLost(
-                f"publication {self.publication} is missing on {self.url} for the changes being decoded ({reason}); "
-                "creating it now does not help: the server reads publications as of each change", REPLAN_HINT)
-        if isinstance(exc, psycopg2.errors.UndefinedObject):
-            return PositionLost(f"replication slot {self.slot} does not exist on {self.url} ({reason})", REPLAN_HINT)
-        if isinstance(exc, psycopg2.errors.ObjectNotInPrerequisiteState) and "cannot read from" in reason:
-            return PositionLost(f"replication slot {self.slot} on {self.url} was invalidated ({reason}): it held "
-                                "back more WAL than max_slot_wal_keep_size allows", REPLAN_HINT)
-        if isinstance(exc, psycopg2.errors.ObjectInUse):
-            return SourceSetupError(f"replication slot {self.slot} on {self.url} is in use ({reason})",
-                                    "stop the other reader of this slot (another incremental run of the task?)")
-        if exc.pgcode is None or exc.pgcode[:2] in ("08", "57"):  # connection lost, server shutting down
-            return UnreachableError(f"lost the replication connection to {self.url} ({reason})", NETWORK_HINT)
-        return SourceSetupError(f"logical replication from slot {self.slot} on {self.url} failed ({reason})",
-                                "check the slot, the publication and the server log")

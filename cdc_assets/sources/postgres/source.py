@@ -14,6 +14,7 @@ from cdc_assets.dbapi.connect import connect, postgres_args
 from cdc_assets.dbapi.jdbc import postgres_jdbc
 from cdc_assets.errors import SourceSetupError, TableError
 from cdc_assets.sources.base import SqlSource, resolve_key
+from cdc_assets.sources.split_planning import KeyProbes
 from cdc_assets.sources.split_read import SplitRead, changed_versions
 from cdc_assets.sources.postgres import types
 
@@ -69,6 +70,7 @@ class PostgresSource(SqlSource):
             raise SourceSetupError(f"source url {url} names no database", "add it: postgresql://user@host:5432/<database>")
         self.url = url
         self.conn = connect(url)
+        self.probes = KeyProbes(self.conn, self.db_type)
         self.pipe = pipe
 
     def check_capture(self) -> list[str]:
@@ -104,11 +106,11 @@ class PostgresSource(SqlSource):
             return PgPosition.parse_lsn(cur.fetchone()[0])
 
     def key_stats(self, schema: TableSchema, kind: str) -> KeyStats:
-        lo, hi = self._min_max(schema, kind)
-        estimate = int(self._scalar("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
-                                    (self.table_sql(schema.table),)) or -1)
+        lo, hi = self.probes.min_max(schema, kind)
+        estimate = int(self.probes.scalar("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
+                                          (self.table_sql(schema.table),)) or -1)
         # reltuples is -1 before the first ANALYZE/VACUUM: count instead.
-        rows = estimate if estimate > 0 else self._count(schema.table)
+        rows = estimate if estimate > 0 else self.probes.count(schema.table)
         return KeyStats(lo, hi, rows)
 
     def export(self, plan: SplitPlan, schema: TableSchema, splits: list[Split], target: TargetFormat) -> RowExport:
