@@ -240,3 +240,36 @@ def test_import_cycles_are_found():
         ["cdc_assets.spark.pacing", "cdc_assets.spark.session", "cdc_assets.spark.staging"]]
     del sources["cdc_assets.spark.session"]
     assert import_cycles(module_imports(sources)) == []
+
+
+MAX_FILE_LINES, MAX_CLASS_LINES, MAX_SYNC_LINES = 400, 150, 300
+
+
+def oversized(sources: dict[str, str]) -> list[str]:
+    """Modules over MAX_FILE_LINES lines and classes over MAX_CLASS_LINES (docstring included): a part a
+    reader cannot hold in their head; the sync's own module stays under MAX_SYNC_LINES."""
+    found = []
+    for module, text in sources.items():
+        lines = len(text.splitlines())
+        limit = MAX_SYNC_LINES if module == "cdc_assets.engine.incremental" else MAX_FILE_LINES
+        if lines > limit:
+            found.append(f"{module}: {lines} lines (at most {limit})")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES:
+                found.append(f"{module}.{node.name}: {node.end_lineno - node.lineno + 1} lines "
+                             f"(at most {MAX_CLASS_LINES})")
+    return found
+
+
+def test_no_module_or_class_is_too_big():
+    too_big = oversized(package_sources())
+    assert not too_big, "split these into parts that own one thing each:\n" + "\n".join(too_big)
+
+
+def test_oversized_parts_are_found():
+    big_class = "class Big:\n" + "    x = 1\n" * MAX_CLASS_LINES
+    assert oversized({"cdc_assets.a": big_class, "cdc_assets.b": "x = 1\n" * (MAX_FILE_LINES + 1),
+                      "cdc_assets.engine.incremental": "x = 1\n" * MAX_SYNC_LINES,
+                      "cdc_assets.c": "class Small:\n" + "    x = 1\n" * (MAX_CLASS_LINES - 1)}) == [
+        f"cdc_assets.a.Big: {MAX_CLASS_LINES + 1} lines (at most {MAX_CLASS_LINES})",
+        f"cdc_assets.b: {MAX_FILE_LINES + 1} lines (at most {MAX_FILE_LINES})"]
