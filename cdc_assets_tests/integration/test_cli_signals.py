@@ -20,7 +20,7 @@ from cdc_assets_tests.support import (cli_command, fetch_rows, mysql_table_task,
                                       source_database, write_config)
 
 EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
-ROWS, SPLIT = 60_000, 4_000
+ROWS, SPLIT = 24_000, 2_000
 
 
 class Command:
@@ -138,7 +138,7 @@ def test_a_sync_stops_mid_catch_up_at_a_batch_end(tmp_path, servers, unique_name
         sync(rt, until_caught_up=True)  # the task starts at the log's end
         run_transactions(src, [f"INSERT INTO t SELECT seq, 0 FROM seq_{i * 100 + 1}_to_{i * 100 + 100}"
                                for i in range(100)])
-        run_transactions(src, [f"UPDATE t SET v = v + 1 WHERE id % 7 = {i % 7}" for i in range(30)])
+        run_transactions(src, [f"UPDATE t SET v = v + 1 WHERE id % 7 = {i % 7}" for i in range(7)])
         catch_up = Command(tmp_path, path, "sync", "--until-caught-up")
         deadline = time.monotonic() + 120
         while target_count(tgt, f'"{unique_name}".t') < 1000:

@@ -281,8 +281,8 @@ def test_a_busy_source_is_retried_and_counted_never_a_traceback(task, servers):
             assert {c.split_id: c.status for c in checks} == {c.split_id: FAILED if c.split_id == bad else PASSED
                                                               for c in checks}, [c.line() for c in checks]
             refusals += [c.refusals for c in checks if c.retries]
-            if len(refusals) >= 3 and (kind != "mysql" or any("deadlock" in r for r in refusals)):
-                break
+            if refusals and (kind != "mysql" or any("deadlock" in r for r in refusals)):
+                break  # what the assertions below need was seen: each round costs the hold's waits
         assert refusals, "the churner never got in the hold's way"
         if kind == "mysql":  # InnoDB chose the hold as a deadlock's victim; PostgreSQL's LOCK TABLE only waits
             assert any("deadlock" in r for r in refusals), refusals
