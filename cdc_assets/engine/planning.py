@@ -50,7 +50,7 @@ def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
                 raise
             log.warning("target %s is down; its tables are created when its splits are snapshotted: %s",
                         lane.name, one_line(exc))
-            lane.reconnect()
+            lane.reconnect_target()
     if replan:
         for schema in schemas:
             rt.plans.delete(schema.table)

@@ -65,7 +65,7 @@ def reset_targets(rt: TaskRuntime, to: ResetTo, by: str, position: Position | No
     """Move the checkpoint of each target named (default every one) to one position; see the module docstring.
     Raises PositionLost for a position the log no longer has."""
     lanes = rt.lanes_named(targets)
-    with task_lease(rt.config, "reset", owner=rt):
+    with task_lease(rt.config, "reset", owner=rt.task):
         checkpoints = [_checkpoint(lane) for lane in lanes]  # each must have one before any moves
         after = _target(rt, to, position)
         return [_reset(lane, checkpoint, to, by, after) for lane, checkpoint in zip(lanes, checkpoints)]

@@ -1,17 +1,22 @@
-"""Everything one task needs at run time, opened lazily from its config and closed once."""
+"""Everything one task needs at run time, opened lazily from its config and closed once.
+
+Two types, one per what there is one of: a `Task` (the config, the plans, the source, its log and Spark: one per
+task) and a `TaskRuntime`, the task seen through one of its targets (that target's sink, resumer and position
+key: one per target). Every lane of a task is a `TaskRuntime` over the same `Task`, so an engine function that
+takes "the task seen through a target" reads the same for one target or several.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Callable
 
 from cdc_assets.config import TargetConfig, TaskConfig
 from cdc_assets.core.boundary import Log, Sink, SnapshotSource
 from cdc_assets.core.commit_policy import CommitPolicy
 from cdc_assets.engine.plans import PlanStore
-from cdc_assets.errors import ConfigError
 from cdc_assets.engine.registry import sink_factory, source_engine
 from cdc_assets.engine.resumer_stores import open_resumer
+from cdc_assets.errors import ConfigError
 from cdc_assets.resumer.resumer import Resumer
 
 
@@ -24,29 +29,109 @@ class PhaseHooks:
     after_high: Callable[[list[str]], None] | None = None
 
 
-class TaskRuntime:
-    """A task at run time, seen through one of its targets (`target`, the first unless given): `sink` and
-    `resumer` are that target's. With several targets, `lanes` holds one runtime per target; they share the
-    source, the log, the plans and Spark of the runtime that made them."""
+def _close_quietly(resource) -> None:
+    if resource is not None:
+        try:
+            resource.close()
+        except Exception:  # a connection that is already gone cannot be closed cleanly
+            pass
 
-    def __init__(self, config: TaskConfig, hooks: PhaseHooks | None = None, target: TargetConfig | None = None,
-                 parent: "TaskRuntime | None" = None) -> None:
+
+class Task:
+    """What the targets of one task share: its config, hooks, plans and capture notes, the source, its log and
+    the Spark session, each opened on first use."""
+
+    def __init__(self, config: TaskConfig, hooks: PhaseHooks | None = None) -> None:
         self.config = config
         self.hooks = hooks or PhaseHooks()
-        self.target = target or config.targets[0]
-        self.parent = parent
-        self.plans = parent.plans if parent else PlanStore(config.data_dir, config.task_id)
+        self.plans = PlanStore(config.data_dir, config.task_id)
         self.capture_notes: list[str] = []  # for the plan/snapshot output: log retention, warnings, kept plans
+        self.lanes: list[TaskRuntime] = []  # one per target, in config order, once asked for
+        self._source: SnapshotSource | None = None
+        self._log: Log | None = None
         self._spark = None
         self._owns_spark = False
 
-    @cached_property
+    @property
+    def source(self) -> SnapshotSource:
+        if self._source is None:
+            url = self.config.source.db_url
+            self._source = source_engine(url.db_type).snapshot(url, pipe=self.config.snapshot.pipe,
+                                                               **self.config.source.engine_options)
+        return self._source
+
+    @property
+    def log(self) -> Log:
+        if self._log is None:
+            url = self.config.source.db_url
+            self._log = source_engine(url.db_type).log(url, self.config.task_id)
+        return self._log
+
+    def spark(self, reads_jdbc: Callable[[], bool]):
+        if self._spark is None:
+            # Spark starts in seconds: only when reading
+            from cdc_assets.spark.session import build_session
+            from cdc_assets.spark.warm_up import warm_up_source
+
+            self._spark, self._owns_spark = build_session(self.config.spark,
+                                                          app_name=f"cdc_assets:{self.config.task_id}")
+            if self._owns_spark:
+                warm_up_source(self._spark, self.source, reads_jdbc())
+        return self._spark
+
+    def adopt_spark(self, session) -> None:
+        self._spark, self._owns_spark = session, False
+
+    def reconnect(self) -> None:
+        """Close the source and every lane's sink and position store; they reopen on next use."""
+        for lane in self.lanes:
+            lane.reconnect_target()
+        _close_quietly(self._source)
+        self._source = None
+
+    def close(self) -> None:
+        self.reconnect()
+        self.lanes = []
+        self._log = None  # holds no connection between reads: each reader opens and closes its own
+        if self._spark is not None and self._owns_spark:
+            from cdc_assets.spark.session import stop_session
+
+            stop_session(self._spark)
+        self._spark, self._owns_spark = None, False
+
+
+class TaskRuntime:
+    """A task at run time, seen through one of its targets (`target`, the first unless given): `sink`,
+    `resumer` and `position_key` are that target's; the rest is the task's (`task`), shared by its `lanes`."""
+
+    def __init__(self, config: TaskConfig, hooks: PhaseHooks | None = None, target: TargetConfig | None = None,
+                 task: Task | None = None) -> None:
+        self.task = task or Task(config, hooks)
+        self.target = target or config.targets[0]
+        self._sink: Sink | None = None
+        self._resumer: Resumer | None = None
+
+    config = property(lambda self: self.task.config)
+    hooks = property(lambda self: self.task.hooks)
+    plans = property(lambda self: self.task.plans)
+    source = property(lambda self: self.task.source)
+    log = property(lambda self: self.task.log)
+
+    @property
+    def capture_notes(self) -> list[str]:
+        return self.task.capture_notes
+
+    @capture_notes.setter
+    def capture_notes(self, notes: list[str]) -> None:
+        self.task.capture_notes = notes
+
+    @property
     def lanes(self) -> list["TaskRuntime"]:
-        """One runtime per target, in config order; this one stands for its own target."""
-        if self.parent is not None:
-            return self.parent.lanes
-        return [self if t is self.target else TaskRuntime(self.config, self.hooks, t, parent=self)
-                for t in self.config.targets]
+        """One runtime per target, in config order, over this one's task; this one stands for its own target."""
+        if not self.task.lanes:
+            self.task.lanes = [self if t is self.target else TaskRuntime(self.config, target=t, task=self.task)
+                               for t in self.config.targets]
+        return self.task.lanes
 
     def lanes_named(self, names: list[str] | None) -> list["TaskRuntime"]:
         """The lanes of the targets named (every one when none is)."""
@@ -80,44 +165,27 @@ class TaskRuntime:
             return self.config.task_id
         return f"{self.config.task_id}.{self.target.name}"
 
-    @cached_property
-    def source(self) -> SnapshotSource:
-        if self.parent is not None:
-            return self.parent.source
-        url = self.config.source.db_url
-        return source_engine(url.db_type).snapshot(url, pipe=self.config.snapshot.pipe,
-                                                   **self.config.source.engine_options)
-
-    @cached_property
-    def log(self) -> Log:
-        if self.parent is not None:
-            return self.parent.log
-        url = self.config.source.db_url
-        return source_engine(url.db_type).log(url, self.config.task_id)
-
-    @cached_property
+    @property
     def sink(self) -> Sink:
-        url = self.target.db_url
-        return sink_factory(url.db_type)(url, self.config.source.db_type,
-                                         write_batch_size=self.config.snapshot.write_batch_size)
+        if self._sink is None:
+            url = self.target.db_url
+            self._sink = sink_factory(url.db_type)(url, self.config.source.db_type,
+                                                   write_batch_size=self.config.snapshot.write_batch_size)
+        return self._sink
 
-    @cached_property
+    @property
     def resumer(self) -> Resumer:
-        return open_resumer(self.config, self.target, self.position_key)
+        if self._resumer is None:
+            self._resumer = open_resumer(self.config, self.target, self.position_key)
+        return self._resumer
+
+    def opened(self) -> list[str]:
+        """What of this target is open now: "sink", "resumer"."""
+        return [name for name, part in (("sink", self._sink), ("resumer", self._resumer)) if part is not None]
 
     @property
     def spark(self):
-        if self.parent is not None:
-            return self.parent.spark
-        if self._spark is None:
-            # Spark starts in seconds: only when reading
-            from cdc_assets.spark.session import build_session
-            from cdc_assets.spark.warm_up import warm_up_source
-
-            self._spark, self._owns_spark = build_session(self.config.spark, app_name=f"cdc_assets:{self.config.task_id}")
-            if self._owns_spark:
-                warm_up_source(self._spark, self.source, self.snapshot_reads_jdbc)
-        return self._spark
+        return self.task.spark(lambda: self.snapshot_reads_jdbc)
 
     @property
     def snapshot_reads_jdbc(self) -> bool:
@@ -129,37 +197,27 @@ class TaskRuntime:
     def adopt_spark(self, session, started: bool = False) -> None:
         """Use a session someone else owns (tests, the Dagster resource) instead of starting one; `started`: it is
         new, so its first-job costs are paid here, before the first split's read."""
-        self._spark, self._owns_spark = session, False
+        self.task.adopt_spark(session)
         if started:
             from cdc_assets.spark.warm_up import warm_up_source
 
             warm_up_source(session, self.source, self.snapshot_reads_jdbc)
 
     def close(self) -> None:
-        self.reconnect()
-        self.__dict__.pop("lanes", None)
-        self.__dict__.pop("log", None)
-        if self._spark is not None and self._owns_spark:
-            from cdc_assets.spark.session import stop_session
-
-            stop_session(self._spark)
-        self._spark, self._owns_spark = None, False
+        """The whole task: every lane's connections, the source, and Spark where the task started it."""
+        self.reconnect_target()
+        self.task.close()
 
     def reconnect(self) -> None:
         """Close the source, sinks and position stores; they reopen on next use (after a lost connection)."""
-        if self.parent is None:
-            for lane in self.__dict__.get("lanes", []):
-                if lane is not self:
-                    lane.reconnect()
-        else:  # the parent's: forget them, the parent closes them
-            self.__dict__.pop("source", None)
-            self.__dict__.pop("log", None)
-        for name in ("sink", "resumer") if self.parent else ("source", "sink", "resumer"):
-            if name in self.__dict__:
-                try:
-                    self.__dict__.pop(name).close()
-                except Exception:  # a connection that is already gone cannot be closed cleanly
-                    pass
+        self.reconnect_target()
+        self.task.reconnect()
+
+    def reconnect_target(self) -> None:
+        """Close this target's sink and position store only; they reopen on next use."""
+        _close_quietly(self._sink)
+        _close_quietly(self._resumer)
+        self._sink = self._resumer = None
 
     def describe_store(self) -> str:
         return self.resumer.store.describe() + f"; logs in {self.config.log_dir}"

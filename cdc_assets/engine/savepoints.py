@@ -53,7 +53,7 @@ LEASE_WAIT_SECS = 600.0  # a sync's runs are bounded; a rollback takes seconds
 def task_lease(rt: TaskRuntime, wait: float = LEASE_WAIT_SECS, doing: str = "this command"):
     """Syncs and savepoint commands of one task run one at a time (engine/task_lock.py); held by the task's
     runtime, whichever lane asks."""
-    return lease(rt.config, doing, owner=rt.parent or rt, wait=wait)
+    return lease(rt.config, doing, owner=rt.task, wait=wait)
 
 
 def _recovered(rt: TaskRuntime, targets: list[str] | None) -> list[TaskRuntime]:

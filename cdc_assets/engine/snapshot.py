@@ -250,7 +250,7 @@ def _failed_target(rt: TaskRuntime, staged: _Staged, splits: list[Split], marks:
     try:
         staged.lane.resumer.record_failed(marks, staged.reads, line)
     except Exception:  # its position store may be down with it
-        staged.lane.reconnect()
+        staged.lane.reconnect_target()
     return line
 
 

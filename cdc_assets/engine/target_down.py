@@ -43,5 +43,5 @@ def answering(lanes: list, read: Callable[[Any], T]) -> tuple[dict[str, T], dict
             if len(lanes) == 1 or not target_down(exc):
                 raise
             down[lane.name] = one_line(exc)
-            lane.reconnect()
+            lane.reconnect_target()
     return found, down

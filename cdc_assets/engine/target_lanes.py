@@ -101,7 +101,7 @@ class TargetLanes:
                 try:
                     lane_rt.sink
                 except Exception:
-                    lane_rt.reconnect()
+                    lane_rt.reconnect_target()
                     continue
                 log.info("target %s answers again: it catches up from its own checkpoint", lane_rt.name)
                 raise Restart()
@@ -124,7 +124,7 @@ class TargetLanes:
         log.warning("target %s is not applying the log in this run (commit_policy %s goes on without it): %s",
                     lane_rt.name, self.policy.text, state)
         self.report.target_states[lane_rt.name] = state
-        lane_rt.reconnect()
+        lane_rt.reconnect_target()
 
     def _policy_met(self) -> None:
         applying = {lane.rt.name for lane in self.lanes}

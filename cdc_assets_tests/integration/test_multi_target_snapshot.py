@@ -80,3 +80,30 @@ def test_one_read_for_three_targets(tmp_path, servers, mariadb_target, unique_na
         with src.cursor() as cur:
             cur.execute(f"DROP DATABASE `{db}`")
         src.close()
+
+
+def test_the_first_target_down_leaves_the_other_targets_connections_alone(tmp_path, servers, mariadb_target,
+                                                                        unique_name):
+    """The first target's runtime is also the task's: its connections closing when it is down must not close
+    the other targets' (they may be committing on their own threads)."""
+    from cdc_assets.engine.target_down import answering
+    from cdc_assets_tests.support import three_targets
+
+    rt = TaskRuntime(load_config(three_targets(tmp_path, servers, mariadb_target, unique_name, f"down_{unique_name}")))
+    try:
+        first, second, third = rt.lanes
+        sinks = (second.sink, third.sink)
+
+        def read(lane):
+            if lane is first:
+                raise OSError("Connection refused")
+            with lane.sink.catalog() as cur:
+                cur.execute("SELECT 1")
+                return cur.fetchone()[0]
+
+        found, down = answering(rt.lanes, read)
+        assert set(found) == {"pg_b", "maria"} and set(down) == {"pg_a"}
+        assert (second.sink, third.sink) == sinks, "a target down closed the other targets' connections"
+        assert answering([second, third], read)[0] == {"pg_b": 1, "maria": 1}
+    finally:
+        rt.close()

@@ -28,7 +28,7 @@ def test_the_snapshot_command_opens_one_runtime_and_loads_its_config_once(tmp_pa
 
         def counting_init(self, *args, **kwargs):
             original_init(self, *args, **kwargs)
-            if self.parent is None:
+            if self.task not in [rt.task for rt in opened]:
                 opened.append(self)
 
         def counting_reconnect(self):

@@ -34,7 +34,7 @@ def test_a_savepoint_command_naming_an_unknown_target_is_refused_before_anything
     with pytest.raises(ConfigError) as err:
         command(rt, "before_release", ["a", "c"])
     assert str(err.value).startswith("not a target of task shop: c") and "secret" not in str(err.value)
-    assert "sink" not in rt.lanes[0].__dict__  # no target was opened
+    assert rt.lanes[0].opened() == []  # no target was opened
 
 
 def test_the_task_lease_is_held_once_for_every_lane(tmp_path):
@@ -70,9 +70,29 @@ def test_the_launch_key_of_several_targets_tells_a_rolled_back_target_apart():
 def test_lanes_share_the_source_and_keep_their_own_positions(tmp_path):
     rt = TaskRuntime(parse_config({**RAW, "runtime": {"data_dir": str(tmp_path)}}, tmp_path))
     a, b = rt.lanes
-    assert a is rt and b.parent is rt and b.plans is rt.plans
+    assert a is rt and b.task is rt.task and b.plans is rt.plans
     assert (a.position_key, b.position_key) == ("shop", "shop.b")
     assert (a.name, b.name) == ("a", "b") and b.lanes is rt.lanes
+
+
+def test_a_target_reconnecting_leaves_the_other_targets_and_the_source_open(tmp_path):
+    """A target that is down closes its own connections only: the others may be applying on their threads."""
+    rt = TaskRuntime(parse_config({**RAW, "runtime": {"data_dir": str(tmp_path)}}, tmp_path))
+    a, b = rt.lanes
+    closed = []
+
+    class Open:
+        def __init__(self, name):
+            self.name = name
+
+        def close(self):
+            closed.append(self.name)
+
+    a._sink, b._sink, rt.task._source = Open("a"), Open("b"), Open("source")
+    a.reconnect_target()
+    assert closed == ["a"] and b.opened() == ["sink"] and a.opened() == []
+    rt.reconnect()
+    assert closed == ["a", "b", "source"] and b.opened() == []
 
 
 def test_sync_and_snapshot_metadata_carry_every_target():
