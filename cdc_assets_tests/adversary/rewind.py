@@ -1,0 +1,40 @@
+"""The reset fault at a quiet point (faults.py `Reset`): no sync running, every target caught up and equal to the
+source. Checks what docs/operations/reset.md promises: a reset moves every target's checkpoint to the position
+given, or refuses one the log no longer has (PostgreSQL: the slot confirmed past it) and moves nothing; the sync
+after it replays from there and every target ends equal to the source."""
+from __future__ import annotations
+
+from functools import cmp_to_key
+
+from cdc_assets.core.positions import compare
+from cdc_assets_tests.adversary.faults import Injected, Reset, outcome, run_cli
+from cdc_assets_tests.adversary.oracle import checkpoints
+
+GONE = "is no longer in the source's log"  # reset.py's PositionLost: a documented refusal
+
+
+def earliest(positions) -> object:
+    return min(positions, key=cmp_to_key(compare))
+
+
+def reset_at_quiet_point(fault: Injected, noted: list[dict], config, path, env: dict, result, watch) -> str:
+    """Runs the reset; `noted`: each quiet point's checkpoints so far, this one's last. Returns "" when the reset
+    did as documented (the caller then syncs and compares), else what went wrong (`result` records it)."""
+    now = noted[-1]
+    # Every target to one position, the earliest one holds: a reset to it replays or moves nothing, never skips.
+    to = earliest((noted[0] if fault.point == "back" else now).values())
+    with watch.rewinding():
+        status, out = outcome(run_cli(path, env, *Reset().args(fault, to.to_json())))
+        after = checkpoints(config)
+    refused = status == "stopped" and GONE in out
+    result.faults.append(f"{fault.describe()} {'refused: position gone' if refused else status}")
+    if refused:
+        moved = {n: str(p) for n, p in after.items() if compare(p, now[n]) != 0}
+        return f"a refused reset moved checkpoints: {moved}" if moved else ""
+    if status != "passed":
+        return f"{fault.describe()}: {status}: {out.strip()[-1500:]}"
+    if fault.point == "earliest":  # the slot's confirmed position: the checkpoint or just before it
+        ahead = {n: str(p) for n, p in after.items() if compare(p, now[n]) > 0}
+        return f"reset --to earliest moved checkpoints forward: {ahead}" if ahead else ""
+    wrong = {n: str(p) for n, p in after.items() if compare(p, to) != 0}
+    return f"reset --to position {to} left checkpoints elsewhere: {wrong}" if wrong else ""
