@@ -11,6 +11,8 @@ from cdc_assets_tests.adversary.faults import Injected, Reset, outcome, run_cli
 from cdc_assets_tests.adversary.oracle import checkpoints
 
 GONE = "is no longer in the source's log"  # reset.py's PositionLost: a documented refusal
+EFFECTS = {"replays": "are applied to the target again", "none": "nothing is skipped or replayed",
+           "skips": "are never applied"}  # the warning a reset prints, per effect (several targets: the first's)
 
 
 def earliest(positions) -> object:
@@ -27,7 +29,9 @@ def reset_at_quiet_point(fault: Injected, noted: list[dict], config, path, env: 
         status, out = outcome(run_cli(path, env, *Reset().args(fault, to.to_json())))
         after = checkpoints(config)
     refused = status == "stopped" and GONE in out
-    result.faults.append(f"{fault.describe()} {'refused: position gone' if refused else status}")
+    effect = next((e for e, said in EFFECTS.items() if said in out), "")
+    result.faults.append(f"{fault.describe()} {'refused: position gone' if refused else status}"
+                         + (f" ({effect})" if status == "passed" else ""))
     if refused:
         moved = {n: str(p) for n, p in after.items() if compare(p, now[n]) != 0}
         return f"a refused reset moved checkpoints: {moved}" if moved else ""
