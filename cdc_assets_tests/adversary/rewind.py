@@ -7,12 +7,12 @@ from __future__ import annotations
 from functools import cmp_to_key
 
 from cdc_assets.core.positions import compare
-from cdc_assets_tests.adversary.faults import Injected, Reset, outcome, run_cli
+from cdc_assets_tests.adversary.faults import TIMEOUT, Injected, Reset, run_cli
 from cdc_assets_tests.adversary.oracle import checkpoints
 
 GONE = "is no longer in the source's log"  # reset.py's PositionLost: a documented refusal
 EFFECTS = {"replays": "are applied to the target again", "none": "nothing is skipped or replayed",
-           "skips": "are never applied"}  # the warning a reset prints, per effect (several targets: the first's)
+           "skips": "are never applied"}  # the warning a reset prints per target, by effect
 
 
 def earliest(positions) -> object:
@@ -26,10 +26,12 @@ def reset_at_quiet_point(fault: Injected, noted: list[dict], config, path, env: 
     # Every target to one position, the earliest one holds: a reset to it replays or moves nothing, never skips.
     to = earliest((noted[0] if fault.point == "back" else now).values())
     with watch.rewinding():
-        status, out = outcome(run_cli(path, env, *Reset().args(fault, to.to_json())))
+        proc = run_cli(path, env, *Reset().args(fault, to.to_json()))
+        out, _ = proc.communicate(timeout=TIMEOUT)  # its lines say the effect, on a pass too
+        status = "passed" if proc.returncode == 0 else "stopped"
         after = checkpoints(config)
     refused = status == "stopped" and GONE in out
-    effect = next((e for e, said in EFFECTS.items() if said in out), "")
+    effect = ", ".join(sorted({e for line in out.splitlines() for e, said in EFFECTS.items() if said in line}))
     result.faults.append(f"{fault.describe()} {'refused: position gone' if refused else status}"
                          + (f" ({effect})" if status == "passed" else ""))
     if refused:
