@@ -183,7 +183,7 @@ class TargetAway:
             return ("gave_up", out.strip().splitlines()[-1] if out.strip() else "") if status == "stopped" else (status, out)
         os.killpg(proc.pid, signal.SIGTERM)
         status, out = outcome(proc, timeout=120)
-        return ("killed", "") if proc.returncode == 128 + signal.SIGTERM else (status, out)
+        return ("killed", out) if proc.returncode == 128 + signal.SIGTERM else (status, out)
 
 
 class Reset:

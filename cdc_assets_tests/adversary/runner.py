@@ -19,6 +19,8 @@ from cdc_assets_tests.adversary.faults import BY_NAME as FAULTS, RESET, SAVEPOIN
 from cdc_assets_tests.adversary.kinds import MYSQL, POSTGRES
 from cdc_assets_tests.adversary.oracle import CheckpointWatch, checkpoints, differences, texts
 from cdc_assets_tests.adversary.rewind import reset_at_quiet_point
+
+OUT_OF_SESSION = "is not applying the log in this run"  # target_lanes.py: a target the policy goes on without
 from cdc_assets_tests.adversary.scenario import Scenario
 from cdc_assets_tests.support import write_config
 
@@ -314,7 +316,8 @@ def _snapshot(scenario: Scenario, config, path: Path, env: dict, servers: Server
 def _apply(fault, path: Path, env: dict, result: Outcome, servers: Servers) -> bool:
     kind = FAULTS[fault.kind]
     status, out = kind.apply(fault, path, env, servers) if fault.kind == "target_away" else kind.apply(fault, path, env)
-    result.faults.append(f"{fault.describe()} {status}" + (f": {out[:200]}" if status == "gave_up" else ""))
+    left = " (the others went on without it)" if fault.kind == "target_away" and OUT_OF_SESSION in out else ""
+    result.faults.append(f"{fault.describe()} {status}{left}" + (f": {out[:200]}" if status == "gave_up" else ""))
     return _step(fault.describe(), (status, out), result)
 
 

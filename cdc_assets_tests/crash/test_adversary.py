@@ -11,6 +11,7 @@ from cdc_assets_tests.adversary.oracle import differences
 from cdc_assets_tests.adversary.runner import Servers, run
 from cdc_assets_tests.adversary.scenario import build
 from cdc_assets_tests.adversary.shrink import halves, without_table
+from cdc_assets_tests.adversary.targets import Target, tolerates
 
 pytestmark = [pytest.mark.crash, pytest.mark.spark]
 
@@ -49,7 +50,33 @@ def test_a_scenario_is_its_seed():
     assert build(11, "mysql-postgres") == build(11, "mysql-postgres")
     assert build(11, "mysql-postgres") != build(12, "mysql-postgres")
     drawn = {build(s).direction for s in range(8)}  # each build writes kilobytes of random text: a few suffice
-    assert drawn == {"mysql-postgres", "mysql-mysql", "postgres-postgres", "postgres-mysql"}
+    assert drawn == {"mysql-postgres", "mysql-mysql", "postgres-postgres", "postgres-mysql"}  # never a three
+    three = build(11, "mysql-three")
+    assert three == build(11, "mysql-three") and [t.name for t in three.targets] == ["pg_a", "pg_b", "maria"]
+    assert build(11, "mysql-postgres").tables == three.tables  # the targets come from a stream of their own
+    assert [f for f in build(2, "mysql-mysql", reset=False).faults if f.kind != "reset"] == \
+        [f for f in build(2, "mysql-mysql").faults if f.kind != "reset"]  # and so does the reset
+
+
+def test_the_policy_says_which_target_may_fall_behind():
+    pg_a, pg_b, maria = Target("pg_a", "postgres"), Target("pg_b", "postgres", False), Target("maria", "mysql", False)
+    three = (pg_a, pg_b, maria)
+    assert not tolerates("all", three, "maria") and tolerates("quorum(2)", three, "pg_a")
+    assert tolerates("required", three, "maria") and not tolerates("required", three, "pg_a")
+    assert not tolerates("required", (pg_a,), "pg_a")
+    # behind a PostgreSQL source an optional maria away is lost (several-targets.md): never drawn there
+    scenarios = [build(s, "postgres-three") for s in range(1, 13)]
+    assert all(f.kind != "target_away" for sc in scenarios for f in sc.faults
+               if tolerates(sc.commit_policy, sc.targets, "maria"))
+    assert any(f.kind == "target_away" for sc in scenarios for f in sc.faults)
+
+
+def test_a_reset_replays_or_moves_nothing_and_goes_back_only_in_the_second_segment():
+    resets = [f for s in range(1, 13) for d in ("mysql-mysql", "postgres-postgres")
+              for f in build(s, d, reset=True).faults if f.kind == "reset"]
+    assert {f.point for f in resets} == {"same", "back", "earliest"}
+    assert all(f.nth == 2 for f in resets if f.point == "back")
+    assert "reset(" in build(3, "postgres-mysql", reset=True).script()
 
 
 def test_the_oracle_names_missing_extra_and_changed_rows():
