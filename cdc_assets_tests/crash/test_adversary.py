@@ -25,6 +25,9 @@ SEEDS = [
     # the log, a kill
     (13, "mysql-postgres"),  # SIGKILL after a split's commit in the snapshot; a big transaction in parts; a savepoint
     # by `sync --savepoint-on-stop` under SIGTERM while the application writes
+    (10, "mysql-three"),  # into pg_a, pg_b (optional) and maria under commit_policy required; exactly-once; a kill,
+    # a crash point, SIGTERM; a reset to the checkpoint at the first quiet point; a savepoint on every target before
+    # the second half's writes, rolled back on every target at its quiet point (about 20 s)
 ]
 
 
@@ -35,6 +38,11 @@ SEEDS = [
 # incremental.after_commit). Seeds whose zero date stops the task as mysql.md documents (`expected_stop`): 14 and
 # 22 mysql-mysql; 22, 30, 32, 37, 44, 54 mysql-postgres. Rerun one with `python -m cdc_assets_tests.adversary
 # --seed N --scenarios 1 --direction D --confirm`.
+# Seeds that stop with MoveIncomplete "applied the move before (a replay after a crash)" where nothing was
+# replayed: a transaction handed out in parts moves rows of one table (unchanged TOASTed text) in two parts, and
+# the later part takes the move mark the earlier one wrote in the same target transaction (sinks/moves.py) for a
+# previous application's: 20 postgres-postgres and postgres-mysql (on the sync after a caught-up one); 11
+# postgres-mysql and postgres-three; 12 postgres-three (as 12 postgres-mysql).
 
 
 @pytest.mark.parametrize("seed, direction", SEEDS)
