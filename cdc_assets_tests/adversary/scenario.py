@@ -91,6 +91,8 @@ class Scenario:
         half = len(self.during_log) // 2
         faults = [f for f in self.faults if f.kind not in ("snapshot_crash_point", SAVEPOINT, RESET)]
         parts = [faults[:1], faults[1:]]
+        if len(self.targets) > 1:  # the target away first in its segment, so that it goes while the application writes
+            parts[1].sort(key=lambda f: f.kind != "target_away")
         for savepoint in (f for f in self.faults if f.kind == SAVEPOINT):
             parts[savepoint.nth - 1].insert(0, savepoint)
         return [(self.during_log[:half], tuple(parts[0])), (self.during_log[half:], tuple(parts[1]))]

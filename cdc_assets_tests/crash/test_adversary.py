@@ -19,9 +19,11 @@ pytestmark = [pytest.mark.crash, pytest.mark.spark]
 
 SEEDS = [
     (10, "mysql-postgres"),  # composite _ci and _bin text keys, TOASTed text, sjis and utf16 text; exactly-once; kill,
-    # crash point, SIGTERM; a savepoint before the second half's writes, rolled back to at its quiet point
+    # crash point, SIGTERM; a savepoint before the second half's writes, rolled back to at its quiet point; a reset to
+    # the checkpoint at the first quiet point
     (26, "mysql-mysql"),  # three tables into a MySQL target, a savepoint before the first log writes, a kill: the
-    # apply thread's before-images and the next batch's fit check met on one sink connection before catalog()
+    # apply thread's before-images and the next batch's fit check met on one sink connection before catalog(); a
+    # reset back to the first quiet point's checkpoint at the second (a replay)
     (7, "postgres-postgres"),  # composite key, TIME and timestamp(3); random SIGKILL and SIGTERM
     (119, "postgres-mysql"),  # a table keyed by a unique column only, an enum type; crash points in the snapshot and
     # the log, a kill
