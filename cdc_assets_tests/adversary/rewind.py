@@ -19,9 +19,11 @@ def earliest(positions) -> object:
     return min(positions, key=cmp_to_key(compare))
 
 
-def reset_at_quiet_point(fault: Injected, noted: list[dict], config, path, env: dict, result, watch) -> str:
-    """Runs the reset; `noted`: each quiet point's checkpoints so far, this one's last. Returns "" when the reset
-    did as documented (the caller then syncs and compares), else what went wrong (`result` records it)."""
+def reset_at_quiet_point(fault: Injected, noted: list[dict], config, path, env: dict, result,
+                         watch) -> tuple[str, str]:
+    """Runs the reset, its line added to `result.faults`; `noted`: each quiet point's checkpoints so far, this
+    one's last. Returns ("pass", "") when the reset did as documented (the caller then syncs and compares), else
+    the outcome's status ("stopped": the reset failed; "divergence": checkpoints not where it says) and why."""
     now = noted[-1]
     # Every target to one position, the earliest one holds: a reset to it replays or moves nothing, never skips.
     to = earliest((noted[0] if fault.point == "back" else now).values())
@@ -36,11 +38,11 @@ def reset_at_quiet_point(fault: Injected, noted: list[dict], config, path, env: 
                          + (f" ({effect})" if status == "passed" else ""))
     if refused:
         moved = {n: str(p) for n, p in after.items() if compare(p, now[n]) != 0}
-        return f"a refused reset moved checkpoints: {moved}" if moved else ""
+        return ("divergence", f"a refused reset moved checkpoints: {moved}") if moved else ("pass", "")
     if status != "passed":
-        return f"{fault.describe()}: {status}: {out.strip()[-1500:]}"
+        return "stopped", f"{fault.describe()}: {status}: {out.strip()[-1500:]}"
     if fault.point == "earliest":  # the slot's confirmed position: the checkpoint or just before it
         ahead = {n: str(p) for n, p in after.items() if compare(p, now[n]) > 0}
-        return f"reset --to earliest moved checkpoints forward: {ahead}" if ahead else ""
+        return ("divergence", f"reset --to earliest moved checkpoints forward: {ahead}") if ahead else ("pass", "")
     wrong = {n: str(p) for n, p in after.items() if compare(p, to) != 0}
-    return f"reset --to position {to} left checkpoints elsewhere: {wrong}" if wrong else ""
+    return ("divergence", f"reset --to position {to} left checkpoints elsewhere: {wrong}") if wrong else ("pass", "")

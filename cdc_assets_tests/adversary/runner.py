@@ -19,11 +19,11 @@ from cdc_assets_tests.adversary.faults import BY_NAME as FAULTS, RESET, SAVEPOIN
 from cdc_assets_tests.adversary.kinds import MYSQL, POSTGRES
 from cdc_assets_tests.adversary.oracle import CheckpointWatch, checkpoints, differences, texts
 from cdc_assets_tests.adversary.rewind import reset_at_quiet_point
+from cdc_assets_tests.adversary.scenario import Scenario
+from cdc_assets_tests.support import write_config
 
 # A target the policy went on without, as the log (target_lanes.py) or the sync's report (sync_report.py) says it.
 OUT_OF_SESSION = re.compile(r"is not applying the log in this run|target \w+: .*; (down|waiting|lost)")
-from cdc_assets_tests.adversary.scenario import Scenario
-from cdc_assets_tests.support import write_config
 
 
 @dataclass
@@ -218,9 +218,9 @@ def _segment(scenario: Scenario, servers: Servers, ns: str, src, path: Path, env
 def _reset(scenario: Scenario, servers: Servers, ns: str, src, fault, noted: list[dict], config, path: Path,
            env: dict, result: Outcome, watch: CheckpointWatch) -> bool:
     """The reset at a quiet point (rewind.py), then a sync and the oracle: a replay ends equal too."""
-    wrong = reset_at_quiet_point(fault, noted, config, path, env, result, watch)
+    status, wrong = reset_at_quiet_point(fault, noted, config, path, env, result, watch)
     if wrong:
-        result.status = "stopped" if wrong.startswith(fault.describe()) else "divergence"
+        result.status = status
         result.details.append(wrong)
         return False
     if not _step(f"sync after {fault.describe()}", outcome(run_cli(path, env, "sync", "--until-caught-up")), result):
@@ -345,7 +345,7 @@ def _oracle(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome,
             diff = differences(source[table.name], tables[table.name])
             if diff:
                 result.status = "divergence"
-                on = f"target {target}, " if len(scenario.targets) > 1 else ""
+                on = f"target {target}, " if len(scenario.targets) > 1 else ""  # `target` is its name here
                 result.details += [f"{where}, {on}{table.name}: {d}" for d in diff]
 
 
