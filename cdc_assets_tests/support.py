@@ -33,15 +33,18 @@ mysql8 = pytest.mark.skipif(
 
 
 def write_config(tmp_path: Path, servers, *, task_id: str, source: str, source_db: str, tables: list[str],
-                 target: str, target_db: str, target_server=None, **sections) -> Path:
-    """`target_server`: another server than the session's one of the target's kind (MySQL -> MySQL)."""
-    target_endpoint = endpoint(servers, target, target_db)
-    if target_server is not None:
-        target_endpoint["url"] = target_server.url(target_db) if target == "postgres" else target_server.url()
+                 target: str = "", target_db: str = "", target_server=None, targets: list[dict] | None = None,
+                 **sections) -> Path:
+    """`target_server`: another server than the session's one of the target's kind (MySQL -> MySQL); `targets`:
+    a `targets:` list instead of the one target."""
+    if targets is None:
+        target_endpoint = endpoint(servers, target, target_db)
+        if target_server is not None:
+            target_endpoint["url"] = target_server.url(target_db) if target == "postgres" else target_server.url()
     raw = {
         "task_id": task_id,
         "source": {**endpoint(servers, source, source_db), "tables": tables, **sections.pop("source_extra", {})},
-        "target": target_endpoint,
+        **({"targets": targets} if targets is not None else {"target": target_endpoint}),
         "runtime": {"data_dir": str(tmp_path / "state")},
         "spark": {"master": "local[2]"},
         **sections,

@@ -151,6 +151,8 @@ class Lane:
         rest = parts.end(tx)
         if parts.holding:
             self._parts = None
+            if self.skip.applied_before(tx):  # held whole by a lane ahead of the session: committed there already
+                return
             self.batch.add(self._keep(rest))
             self._flush()
             return

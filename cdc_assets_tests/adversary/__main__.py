@@ -1,4 +1,4 @@
-"""`python -m cdc_assets_tests.adversary --seed N --scenarios K [--direction D] [--shrink]`: runs the scenarios
+"""`python -m cdc_assets_tests.adversary --seed N --scenarios K [--direction D] [--reset] [--shrink]`: runs the scenarios
 of seeds N..N+K-1 on private servers started in a temp dir (stopped at the end), prints each outcome and a
 summary; a failing seed is printed with the command that reruns it. Exit status 1 when any scenario failed."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
-from cdc_assets_tests.adversary.scenario import DIRECTIONS, build
+from cdc_assets_tests.adversary.scenario import EVERY_DIRECTION, build
 
 GOOD = ("pass", "expected_stop")  # the target equal to the source, or the documented loud stop
 
@@ -48,8 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m cdc_assets_tests.adversary", description=__doc__)
     p.add_argument("--seed", type=int, default=1, help="the first seed")
     p.add_argument("--scenarios", type=int, default=1, help="how many seeds, from --seed on")
-    p.add_argument("--direction", choices=sorted(DIRECTIONS), action="append",
-                   help="run each seed in this direction (repeatable; default: the direction the seed draws)")
+    p.add_argument("--direction", choices=EVERY_DIRECTION, action="append",
+                   help="run each seed in this direction (repeatable; default: the direction the seed draws, one of "
+                        "the single-target ones; mysql-three and postgres-three write three targets at once)")
+    p.add_argument("--reset", action="store_true",
+                   help="give every scenario a reset fault (default: the seeds that draw one have it)")
     p.add_argument("--shrink", action="store_true", help="reduce a failing seed to fewer rows and transactions")
     p.add_argument("--confirm", action="store_true", help="rerun a failing seed once: a pass says timing made it flaky")
     p.add_argument("--describe", action="store_true", help="print the scenarios without running them")
@@ -57,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the private servers are stopped
     seeds = range(args.seed, args.seed + args.scenarios)
-    scenarios = [build(s, d) for s in seeds for d in (args.direction or [None])]
+    scenarios = [build(s, d, reset=args.reset or None) for s in seeds for d in (args.direction or [None])]
     if args.describe or args.script:
         print("\n".join(s.script() if args.script else s.describe() for s in scenarios))
         return 0

@@ -9,6 +9,7 @@ the n-th pass. To add a fault: a class with `name`, `phase` ("snapshot" or "log"
 and `apply`, appended to FAULTS."""
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -17,10 +18,12 @@ import time
 from dataclasses import dataclass
 
 from cdc_assets.engine.faults import ENV as CRASH_ENV
+from cdc_assets_tests.adversary.targets import tolerates
 from cdc_assets_tests.support import cli_command
 
 TIMEOUT = 300
 SAVEPOINT = "savepoint"
+RESET = "reset"
 
 
 @dataclass(frozen=True)
@@ -151,14 +154,22 @@ class TargetAway:
     """The MySQL target server stopped while a `sync` follows the log, started again `nth` seconds later (same port,
     same data), then the sync stopped with SIGTERM. It may resume ("killed": SIGTERM honoured) or stop loudly by
     itself ("gave_up", with its last line); either way the next sync must end equal. Drawn apart from FAULTS, from
-    the second stream (scenario.py), only with a MySQL target: PostgreSQL targets share the source's server."""
+    the second stream (scenario.py), only with a MySQL target: PostgreSQL targets share the source's server. With
+    three targets it is `maria`: one the commit policy may do without (the others go on and it catches up from its
+    own checkpoint) or one it needs (the sync stops). Not an optional one behind a PostgreSQL source: the slot
+    moves on without it, and several-targets.md documents it as lost."""
     name, phase, weight = "target_away", "log", 0
 
     def applies(self, scenario) -> bool:
-        return scenario.target == "mysql"
+        away = [t for t in scenario.targets if t.engine == "mysql"]
+        return bool(away) and (scenario.source == "mysql" or
+                               not tolerates(scenario.commit_policy, scenario.targets, away[0].name))
 
     def draw(self, rng: random.Random, scenario) -> Injected:
-        return Injected(self.name, "", rng.randint(1, 8), rng.uniform(1.0, 5.0))
+        # Of three targets, early (it leads its segment: scenario.py), while the application still writes: the
+        # others then go on without it, or it is found down when the sync starts.
+        latest = 2.5 if len(scenario.targets) > 1 else 5.0
+        return Injected(self.name, "", rng.randint(1, 8), rng.uniform(min(1.0, latest - 2.0), latest))
 
     def apply(self, fault: Injected, config, env: dict, servers=None) -> tuple[str, str]:
         proc = run_cli(config, env, "sync")
@@ -175,7 +186,32 @@ class TargetAway:
             return ("gave_up", out.strip().splitlines()[-1] if out.strip() else "") if status == "stopped" else (status, out)
         os.killpg(proc.pid, signal.SIGTERM)
         status, out = outcome(proc, timeout=120)
-        return ("killed", "") if proc.returncode == 128 + signal.SIGTERM else (status, out)
+        return ("killed", out) if proc.returncode == 128 + signal.SIGTERM else (status, out)
+
+
+class Reset:
+    """`cdc-assets reset` at a segment's quiet point (`nth`), the sync stopped, then a sync and the oracle
+    (rewind.py). Moves (`point`), each one docs/operations/reset.md documents as exact: `same`, to the checkpoint it
+    is at (effect none); `back`, in the second segment to the checkpoint of the first quiet point (a replay, which
+    the upsert makes exact; on PostgreSQL refused with PositionLost once the slot confirmed past it); `earliest` on
+    PostgreSQL, the slot's confirmed position (the checkpoint or just before it). Not `earliest` on MySQL: it goes
+    back past the tables' CREATE TABLE, a documented stop under schema_change_policy halt. Drawn apart from
+    FAULTS, from a stream of its own (scenario.py)."""
+    name, phase, weight = RESET, "log", 0
+
+    def applies(self, scenario) -> bool:
+        return True
+
+    def draw(self, rng: random.Random, scenario) -> Injected:
+        segment = rng.choice((1, 2, 2))
+        moves = ["same"] + (["back", "back"] if segment == 2 else []) + (["earliest"] if scenario.source == "postgres"
+                                                                          else [])
+        return Injected(self.name, rng.choice(moves), segment)
+
+    def args(self, fault: Injected, position: dict | None) -> tuple[str, ...]:
+        if fault.point == "earliest":
+            return ("reset", "--to", "earliest")
+        return ("reset", "--to", "position", json.dumps(position))
 
 
 def savepoint_name(fault: Injected) -> str:
@@ -183,4 +219,4 @@ def savepoint_name(fault: Injected) -> str:
 
 
 FAULTS = [CrashPoint(), SnapshotCrashPoint(), RandomKill(), Terminate()]
-BY_NAME = {f.name: f for f in [*FAULTS, Savepoint(), TargetAway()]}
+BY_NAME = {f.name: f for f in [*FAULTS, Savepoint(), TargetAway(), Reset()]}

@@ -48,8 +48,10 @@ class Kind:
     stop: str = ""
     share: float = 1.0
 
-    def value(self, rng: random.Random, source: str, target: str) -> str:
-        edges = [e for e in self.edges.get(source, ()) if e not in self.not_into.get(target, ())]
+    def value(self, rng: random.Random, source: str, targets: tuple[str, ...]) -> str:
+        """A literal every target engine in `targets` can take."""
+        barred = {e for t in targets for e in self.not_into.get(t, ())}
+        edges = [e for e in self.edges.get(source, ()) if e not in barred]
         roll = rng.random()
         if roll < 0.08:
             return "NULL"

@@ -49,8 +49,18 @@ def short(value) -> str:
     return text if len(text) < 60 else text[:50] + "..."
 
 
+def checkpoints(config) -> dict[str, object]:
+    """Each target's checkpoint position by target name (a target without one left out)."""
+    rt = TaskRuntime(config)
+    try:
+        found = {lane.name: lane.resumer.checkpoint() for lane in rt.lanes}
+    finally:
+        rt.close()
+    return {name: c.position for name, c in found.items() if c is not None}
+
+
 class CheckpointWatch(threading.Thread):
-    """Polls the task's checkpoint; records any move back to an earlier position."""
+    """Polls each target's checkpoint; records any move back to an earlier position."""
 
     def __init__(self, config, interval: float = 0.25) -> None:
         super().__init__(daemon=True)
@@ -58,7 +68,7 @@ class CheckpointWatch(threading.Thread):
         self.stop = threading.Event()
         self.backwards: list[str] = []
         self.seen = 0
-        self.last = None
+        self.last: dict[str, object] = {}  # target name -> the position polled last
         self.lock = threading.Lock()
 
     def run(self) -> None:
@@ -71,23 +81,28 @@ class CheckpointWatch(threading.Thread):
             rt.close()
 
     def _poll(self, rt: TaskRuntime) -> None:
-        try:
-            checkpoint = rt.resumer.checkpoint()
-        except Exception:  # noqa: BLE001 - the store is being created or locked: read again later
-            return
-        if checkpoint is None:
-            return
-        self.seen += 1
-        if self.last is not None and compare(checkpoint.position, self.last) < 0:
-            self.backwards.append(f"checkpoint moved back from {self.last} to {checkpoint.position}")
-        self.last = checkpoint.position
+        for lane in rt.lanes:
+            try:
+                checkpoint = lane.resumer.checkpoint()
+            except Exception:  # noqa: BLE001 - the store is being created or locked, the target away: read later
+                lane.reconnect()
+                continue
+            if checkpoint is None:
+                continue
+            self.seen += 1
+            last = self.last.get(lane.name)
+            if last is not None and compare(checkpoint.position, last) < 0:
+                on = f" of target {lane.name}" if len(rt.lanes) > 1 else ""
+                self.backwards.append(f"checkpoint{on} moved back from {last} to {checkpoint.position}")
+            self.last[lane.name] = checkpoint.position
 
     @contextmanager
     def rewinding(self):
-        """A savepoint rollback moves the checkpoint back by design: not polled meanwhile, counted afresh after."""
+        """A savepoint rollback or a reset moves checkpoints back by design: not polled meanwhile, counted afresh
+        after."""
         with self.lock:
             yield
-            self.last = None
+            self.last = {}
 
     def finish(self) -> list[str]:
         self.stop.set()

@@ -15,11 +15,15 @@ from cdc_assets.config import load_config
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
-from cdc_assets_tests.adversary.faults import BY_NAME as FAULTS, SAVEPOINT, outcome, run_cli, savepoint_name
+from cdc_assets_tests.adversary.faults import BY_NAME as FAULTS, RESET, SAVEPOINT, outcome, run_cli, savepoint_name
 from cdc_assets_tests.adversary.kinds import MYSQL, POSTGRES
-from cdc_assets_tests.adversary.oracle import CheckpointWatch, differences, texts
+from cdc_assets_tests.adversary.oracle import CheckpointWatch, checkpoints, differences, texts
+from cdc_assets_tests.adversary.rewind import reset_at_quiet_point
 from cdc_assets_tests.adversary.scenario import Scenario
 from cdc_assets_tests.support import write_config
+
+# A target the policy went on without, as the log (target_lanes.py) or the sync's report (sync_report.py) says it.
+OUT_OF_SESSION = re.compile(r"is not applying the log in this run|target \w+: .*; (down|waiting|lost)")
 
 
 @dataclass
@@ -117,19 +121,24 @@ def _source(scenario: Scenario, servers: Servers, ns: str):
 def _config(scenario: Scenario, servers: Servers, ns: str) -> Path:
     work = servers.workdir / ns
     work.mkdir(parents=True)
-    target_server = servers.mysql_target if scenario.target == MYSQL else None
-    if scenario.target == POSTGRES:
-        servers.postgres.create_database(f"{ns}_tgt")
-    return write_config(work, servers, task_id=ns, source=scenario.source, source_db=ns,
-                        tables=[f"{ns}.{t.name}" for t in scenario.tables], target=scenario.target,
-                        source_extra={"split_columns": {f"{ns}.{t.name}": "u" for t in scenario.tables
-                                                        if t.key_shape == "unique_only"}},
-                        target_db=f"{ns}_tgt" if scenario.target == POSTGRES else "", target_server=target_server,
-                        snapshot={"split_size": scenario.split_size, "partitions_per_run": 2},
-                        resumer={"resume_type": "from_target" if scenario.exactly_once else "sqlite"},
-                        pipeline={"exactly_once": scenario.exactly_once, "checkpoint_after_events": 20,
-                                  "checkpoint_interval_secs": 0.5,
-                                  "transaction_part_events": scenario.part_events})
+    for target in scenario.targets:
+        if target.engine == POSTGRES:
+            servers.postgres.create_database(target.database(ns))
+    sections = dict(source_extra={"split_columns": {f"{ns}.{t.name}": "u" for t in scenario.tables
+                                                    if t.key_shape == "unique_only"}},
+                    snapshot={"split_size": scenario.split_size, "partitions_per_run": 2},
+                    resumer={"resume_type": "from_target" if scenario.exactly_once else "sqlite"},
+                    pipeline={"exactly_once": scenario.exactly_once, "checkpoint_after_events": 20,
+                              "checkpoint_interval_secs": 0.5, "transaction_part_events": scenario.part_events})
+    tables = [f"{ns}.{t.name}" for t in scenario.tables]
+    if len(scenario.targets) > 1:
+        sections["pipeline"]["commit_policy"] = scenario.commit_policy
+        return write_config(work, servers, task_id=ns, source=scenario.source, source_db=ns, tables=tables,
+                            targets=[t.entry(servers, ns) for t in scenario.targets], **sections)
+    [target] = scenario.targets
+    return write_config(work, servers, task_id=ns, source=scenario.source, source_db=ns, tables=tables,
+                        target=target.engine, target_db=target.database(ns) if target.engine == POSTGRES else "",
+                        target_server=servers.mysql_target if target.engine == MYSQL else None, **sections)
 
 
 def _run(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome) -> None:
@@ -151,9 +160,15 @@ def _run(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome) ->
         return
     watch = CheckpointWatch(config)
     watch.start()
+    noted: list[dict] = []  # each quiet point's checkpoints, for a reset back to an earlier one
     try:
         for number, (transactions, faults) in enumerate(scenario.segments(), 1):
             if not _segment(scenario, servers, ns, src, path, env, transactions, faults, result, number, watch):
+                break
+            noted.append(checkpoints(config))
+            reset = next((f for f in scenario.faults if f.kind == RESET and f.nth == number), None)
+            if reset is not None and not _reset(scenario, servers, ns, src, reset, noted, config, path, env, result,
+                                                watch):
                 break
     finally:
         backwards = watch.finish()
@@ -180,7 +195,7 @@ def _segment(scenario: Scenario, servers: Servers, ns: str, src, path: Path, env
         for fault in (f for f in faults if f.point != "before_writes"):
             applied = applied and _apply(fault, path, env, result, servers)
             if applied and fault is savepoint:  # on_stop: the target as the savepoint left it, before other faults
-                applied = _savepoint_taken(savepoint, path, env, result)
+                applied = _savepoint_taken(scenario, savepoint, path, env, result)
                 tagged = _target_texts(scenario, servers, ns)
         result.timing.append(f"segment {number}: its faults ended after {writer.done} of {len(transactions)} "
                              "transactions")
@@ -200,6 +215,20 @@ def _segment(scenario: Scenario, servers: Servers, ns: str, src, path: Path, env
     return _after_rollback(scenario, servers, ns, src, path, env, savepoint, tagged, result, number)
 
 
+def _reset(scenario: Scenario, servers: Servers, ns: str, src, fault, noted: list[dict], config, path: Path,
+           env: dict, result: Outcome, watch: CheckpointWatch) -> bool:
+    """The reset at a quiet point (rewind.py), then a sync and the oracle: a replay ends equal too."""
+    status, wrong = reset_at_quiet_point(fault, noted, config, path, env, result, watch)
+    if wrong:
+        result.status = status
+        result.details.append(wrong)
+        return False
+    if not _step(f"sync after {fault.describe()}", outcome(run_cli(path, env, "sync", "--until-caught-up")), result):
+        return False
+    _oracle(scenario, servers, ns, src, result, f"quiet point {fault.nth} after {fault.describe()}")
+    return result.status == "pass"
+
+
 def _savepoint_before_writes(scenario: Scenario, ns: str, src, path: Path, env: dict, savepoint,
                              result: Outcome) -> dict | None:
     """Caught up with the source quiet, then the savepoint: the state to return to is the source's as it is now."""
@@ -209,10 +238,11 @@ def _savepoint_before_writes(scenario: Scenario, ns: str, src, path: Path, env: 
     result.faults.append(f"{savepoint.describe()} {status[0]}")
     if not _step(savepoint.describe(), status, result):
         return None
-    return {t.name: texts(src, scenario.source, ns, t) for t in scenario.tables}
+    state = {t.name: texts(src, scenario.source, ns, t) for t in scenario.tables}
+    return {target.name: state for target in scenario.targets}
 
 
-def _savepoint_taken(savepoint, path: Path, env: dict, result: Outcome) -> bool:
+def _savepoint_taken(scenario: Scenario, savepoint, path: Path, env: dict, result: Outcome) -> bool:
     """A SIGTERM that lands before the sync holds the task's lease ends it at once, without the savepoint: then
     `sync --until-caught-up --savepoint-on-stop` with the application still writing (a savepoint needs a checkpoint,
     which the segment's first sync may not have written yet), so the segment has its savepoint all the same."""
@@ -221,7 +251,7 @@ def _savepoint_taken(savepoint, path: Path, env: dict, result: Outcome) -> bool:
     out, _ = listing.communicate(timeout=300)
     if listing.returncode != 0:
         return _step("savepoint list", ("stopped", out[-3000:]), result)
-    if f"{name}: epoch" in out:
+    if out.count(f"{name}: epoch") == len(scenario.targets):  # on every target
         return True
     result.faults[-1] += " (stopped before the lease: taken when caught up)"
     return _step(f"sync --until-caught-up --savepoint-on-stop {name}",
@@ -238,11 +268,14 @@ def _after_rollback(scenario: Scenario, servers: Servers, ns: str, src, path: Pa
     """docs/operations/savepoints.md: the rollback returns the target to the tagged state; a sync then converges."""
     name = savepoint_name(savepoint)
     now = _target_texts(scenario, servers, ns)
-    for table in scenario.tables:
-        diff = differences(tagged[table.name], now[table.name], names=("target", "savepoint"))
-        if diff:
-            result.status = "divergence"
-            result.details += [f"after the rollback to {name}, {table.name}: {d}" for d in diff]
+    for target in scenario.targets:
+        for table in scenario.tables:
+            diff = differences(tagged[target.name][table.name], now[target.name][table.name],
+                               names=("target", "savepoint"))
+            if diff:
+                result.status = "divergence"
+                result.details += [f"after the rollback to {name}, {_on(scenario, target)}{table.name}: {d}"
+                                   for d in diff]
     if result.status != "pass":
         return False
     if not _step(f"sync after the rollback to {name}",
@@ -253,15 +286,15 @@ def _after_rollback(scenario: Scenario, servers: Servers, ns: str, src, path: Pa
 
 
 def _target_texts(scenario: Scenario, servers: Servers, ns: str) -> dict:
-    tgt = _target(scenario, servers, ns)
-    try:
-        return {t.name: texts(tgt, scenario.target, ns, t) for t in scenario.tables}
-    finally:
-        tgt.close()
-
-
-def _target(scenario: Scenario, servers: Servers, ns: str):
-    return servers.postgres.connect(f"{ns}_tgt") if scenario.target == POSTGRES else servers.mysql_target.connect()
+    """Each target's tables' rows: {target name: {table name: rows}}."""
+    out = {}
+    for target in scenario.targets:
+        tgt = target.connect(servers, ns)
+        try:
+            out[target.name] = {t.name: texts(tgt, target.engine, ns, t) for t in scenario.tables}
+        finally:
+            tgt.close()
+    return out
 
 
 def _snapshot(scenario: Scenario, config, path: Path, env: dict, servers: Servers, result: Outcome) -> None:
@@ -284,7 +317,8 @@ def _snapshot(scenario: Scenario, config, path: Path, env: dict, servers: Server
 def _apply(fault, path: Path, env: dict, result: Outcome, servers: Servers) -> bool:
     kind = FAULTS[fault.kind]
     status, out = kind.apply(fault, path, env, servers) if fault.kind == "target_away" else kind.apply(fault, path, env)
-    result.faults.append(f"{fault.describe()} {status}" + (f": {out[:200]}" if status == "gave_up" else ""))
+    left = " (the others went on without it)" if fault.kind == "target_away" and OUT_OF_SESSION.search(out) else ""
+    result.faults.append(f"{fault.describe()} {status}{left}" + (f": {out[:200]}" if status == "gave_up" else ""))
     return _step(fault.describe(), (status, out), result)
 
 
@@ -304,15 +338,19 @@ def _failed(writer: Writer, result: Outcome) -> bool:
 
 
 def _oracle(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome, where: str) -> None:
-    tgt = _target(scenario, servers, ns)
-    try:
+    """Every target equal to the source, row by row."""
+    source = {t.name: texts(src, scenario.source, ns, t) for t in scenario.tables}
+    for target, tables in _target_texts(scenario, servers, ns).items():
         for table in scenario.tables:
-            diff = differences(texts(src, scenario.source, ns, table), texts(tgt, scenario.target, ns, table))
+            diff = differences(source[table.name], tables[table.name])
             if diff:
                 result.status = "divergence"
-                result.details += [f"{where}, {table.name}: {d}" for d in diff]
-    finally:
-        tgt.close()
+                on = f"target {target}, " if len(scenario.targets) > 1 else ""  # `target` is its name here
+                result.details += [f"{where}, {on}{table.name}: {d}" for d in diff]
+
+
+def _on(scenario: Scenario, target) -> str:
+    return f"target {target.name}, " if len(scenario.targets) > 1 else ""
 
 
 def _cleanup(scenario: Scenario, servers: Servers, ns: str, passed: bool) -> None:

@@ -6,14 +6,19 @@ import random
 import re
 from dataclasses import dataclass, field, replace
 
-from cdc_assets_tests.adversary.faults import FAULTS, SAVEPOINT, Injected, Savepoint, TargetAway
+from cdc_assets_tests.adversary.faults import FAULTS, RESET, SAVEPOINT, Injected, Reset, Savepoint, TargetAway
 from cdc_assets_tests.adversary.kinds import MYSQL, POSTGRES
 from cdc_assets_tests.adversary.schema import Table, random_table, with_late_kinds
+from cdc_assets_tests.adversary.targets import Target, describe as describe_targets, draw_three, single
 from cdc_assets_tests.adversary.workload import Workload
 
 LONG_LITERAL = re.compile(r"'[0-9a-f]{60,}'")  # the kB of a TOASTed value, shortened when printed
+# The directions a seed draws from. The three-target ones are only run when asked for, so that adding them
+# changed no seed's scenario.
 DIRECTIONS = {"mysql-postgres": (MYSQL, POSTGRES), "postgres-postgres": (POSTGRES, POSTGRES),
               "mysql-mysql": (MYSQL, MYSQL), "postgres-mysql": (POSTGRES, MYSQL)}
+THREE = {"mysql-three": MYSQL, "postgres-three": POSTGRES}  # into pg_a, pg_b (PostgreSQL) and maria (MariaDB)
+EVERY_DIRECTION = sorted(DIRECTIONS) + sorted(THREE)
 
 
 @dataclass(frozen=True)
@@ -30,20 +35,19 @@ class Scenario:
     split_size: int
     part_events: int
     notes: tuple[str, ...] = field(default=())
+    targets: tuple[Target, ...] = ()
+    commit_policy: str = "all"
 
     @property
     def source(self) -> str:
-        return DIRECTIONS[self.direction][0]
-
-    @property
-    def target(self) -> str:
-        return DIRECTIONS[self.direction][1]
+        return THREE[self.direction] if self.direction in THREE else DIRECTIONS[self.direction][0]
 
     def describe(self) -> str:
         tables = "; ".join(f"{t.name}(key {t.key_shape}{' ' + t.collation if t.collation else ''}"
                            f"{f', {t.partitions} partitions' if t.partitions else ''}: "
                            f"{', '.join(k for _, k in t.columns)})" for t in self.tables)
-        return (f"seed {self.seed} {self.direction}: {tables}; {len(self.setup)} seed rows, "
+        return (f"seed {self.seed} {self.direction}: {describe_targets(self.targets, self.commit_policy)}{tables}; "
+                f"{len(self.setup)} seed rows, "
                 f"{len(self.during_snapshot)}+{len(self.during_log)} transactions, faults "
                 f"{', '.join(f.describe() for f in self.faults) or 'none'}, "
                 f"{'exactly-once' if self.exactly_once else 'at-least-once'}")
@@ -55,6 +59,8 @@ class Scenario:
         half = len(first)
         rollbacks = [next((f", then savepoint rollback adv_{f.point}_{f.nth}, compare, sync, compare" for f in faults
                            if f.kind == SAVEPOINT), "") for faults in (faults1, faults2)]
+        rollbacks = [r + "".join(f", then {f.describe()}, sync, compare" for f in self.faults
+                                 if f.kind == RESET and f.nth == n) for n, r in enumerate(rollbacks, 1)]
         lines = [f"-- {self.describe()}"]
         lines += [s + ";" for t in self.tables for s in t.ddl(self.source, self.namespace)]
         lines += ["BEGIN;", *(s + ";" for s in self.setup), "COMMIT;", "-- snapshot starts; during it:"]
@@ -83,8 +89,10 @@ class Scenario:
         """The log phase in two halves, each ending at a quiet point: the first half of the transactions under the
         first log fault, the second half under the others; a savepoint first in the segment it names."""
         half = len(self.during_log) // 2
-        faults = [f for f in self.faults if f.kind not in ("snapshot_crash_point", SAVEPOINT)]
+        faults = [f for f in self.faults if f.kind not in ("snapshot_crash_point", SAVEPOINT, RESET)]
         parts = [faults[:1], faults[1:]]
+        if len(self.targets) > 1:  # the target away first in its segment, so that it goes while the application writes
+            parts[1].sort(key=lambda f: f.kind != "target_away")
         for savepoint in (f for f in self.faults if f.kind == SAVEPOINT):
             parts[savepoint.nth - 1].insert(0, savepoint)
         return [(self.during_log[:half], tuple(parts[0])), (self.during_log[half:], tuple(parts[1]))]
@@ -93,17 +101,21 @@ class Scenario:
         return replace(self, **changes)
 
 
-def build(seed: int, direction: str | None = None) -> Scenario:
-    """The scenario of `seed`; `direction` fixed, or drawn from the seed."""
+def build(seed: int, direction: str | None = None, reset: bool | None = None) -> Scenario:
+    """The scenario of `seed`; `direction` fixed, or drawn from the seed (one of the four single-target ones);
+    `reset`: a reset fault always (True), never (False), or when the seed draws one (None)."""
     rng = random.Random(seed)
     drawn = rng.choice(sorted(DIRECTIONS))
     direction = direction or drawn
-    source, target = DIRECTIONS[direction]
+    # Each later choice comes from a stream of its own, so that the choices before it keep every seed's scenario.
+    three = random.Random(f"three targets {seed}")
+    source = THREE.get(direction) or DIRECTIONS[direction][0]
+    targets, policy = draw_three(three) if direction in THREE else (single(DIRECTIONS[direction][1]), "all")
     namespace = f"adv{seed}"
     tables = [random_table(rng, f"t{i}", source) for i in range(rng.randint(1, 3))]
     late = random.Random(f"late kinds {seed}")  # the kinds added later, so that earlier seeds keep their scenario
     tables = [with_late_kinds(late, t, source) for t in tables]
-    work = Workload(rng, tables, source, target, namespace, late)
+    work = Workload(rng, tables, source, tuple(sorted({t.engine for t in targets})), namespace, late)
     setup = tuple(s for t in tables for s in work.seed_rows(t, rng.randint(5, 60)))
     during_snapshot = tuple(tuple(work.transaction()) for _ in range(rng.randint(5, 30)))
     during_log = tuple(tuple(work.transaction(big=rng.random() < 0.1)) for _ in range(rng.randint(20, 80)))
@@ -111,13 +123,19 @@ def build(seed: int, direction: str | None = None) -> Scenario:
     exactly_once = source == MYSQL and rng.random() < 0.5 and all(t.key_shape != "text" for t in tables)
     part_events = rng.choice((3, 10, 5000))
     probe = Scenario(seed, direction, namespace, tuple(tables), setup, during_snapshot, during_log, (),
-                     exactly_once, rng.choice((7, 20, 1000)), part_events)
+                     exactly_once, rng.choice((7, 20, 1000)), part_events, targets=targets, commit_policy=policy)
     faults = []
     for _ in range(rng.randint(1, 3)):
         kinds = [f for f in FAULTS if f.applies(probe)]
         faults.append(rng.choices(kinds, [f.weight for f in kinds])[0].draw(rng, probe))
     snapshot_faults = [f for f in faults if f.kind == "snapshot_crash_point"][:1]
     savepoint = [Savepoint().draw(rng, probe)] if rng.random() < 0.5 else []
-    away = [TargetAway().draw(late, probe)] if TargetAway().applies(probe) and late.random() < 0.3 else []
+    if direction in THREE:
+        away = [TargetAway().draw(three, probe)] if TargetAway().applies(probe) and three.random() < 0.5 else []
+    else:
+        away = [TargetAway().draw(late, probe)] if TargetAway().applies(probe) and late.random() < 0.3 else []
+    rewind = random.Random(f"reset {seed}")
+    drawn_reset = rewind.random() < 0.25
+    resets = [Reset().draw(rewind, probe)] if (drawn_reset if reset is None else reset) else []
     return replace(probe, faults=tuple(snapshot_faults + [f for f in faults if f.kind != "snapshot_crash_point"] +
-                                       away + savepoint))
+                                       away + savepoint + resets))

@@ -13,12 +13,12 @@ Model = dict[str, dict[int, bool]]  # table -> row id -> its text key is in uppe
 
 
 class Workload:
-    """Generates statements for `tables` in `namespace` of a `source` engine into `target`."""
+    """Generates statements for `tables` in `namespace` of a `source` engine into the `targets` engines."""
 
-    def __init__(self, rng: random.Random, tables: list[Table], source: str, target: str, namespace: str,
+    def __init__(self, rng: random.Random, tables: list[Table], source: str, targets: tuple[str, ...], namespace: str,
                  late: random.Random | None = None) -> None:
         self.late = late or random.Random(0)  # values of the late kinds' columns (kinds.py)
-        self.rng, self.tables, self.source, self.target, self.ns = rng, tables, source, target, namespace
+        self.rng, self.tables, self.source, self.targets, self.ns = rng, tables, source, targets, namespace
         self.model: Model = {t.name: {} for t in tables}
         self.next_id = {t.name: 1 for t in tables}
         self.ops: dict[str, Callable[[Table], list[str]]] = {
@@ -50,7 +50,7 @@ class Workload:
         return self.rng.choice(sorted(rows)) if rows else None
 
     def _values(self, table: Table) -> list[str]:
-        return [kind.value(self.late if kind.late else self.rng, self.source, self.target) for _, kind in table.kinds()]
+        return [kind.value(self.late if kind.late else self.rng, self.source, self.targets) for _, kind in table.kinds()]
 
     def insert(self, table: Table, ident: int | None = None, into: str | None = None) -> list[str]:
         if ident is None:
@@ -69,7 +69,7 @@ class Workload:
             return self.insert(table)
         chosen = self.rng.sample(early, k=self.rng.randint(1, len(early)))
         chosen += [(c, k) for c, k in table.kinds() if k.late and self.late.random() < 0.5]
-        sets = ", ".join(f"{q(self.source, c)} = {k.value(self.late if k.late else self.rng, self.source, self.target)}"
+        sets = ", ".join(f"{q(self.source, c)} = {k.value(self.late if k.late else self.rng, self.source, self.targets)}"
                          for c, k in chosen)
         where = table.where(self.source, ident, self.model[table.name][ident])
         return [f"UPDATE {self.name(table, into)} SET {sets} WHERE {where}"]
