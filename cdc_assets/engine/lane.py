@@ -24,7 +24,6 @@ from cdc_assets.core.batches import Batch
 from cdc_assets.core.events import Idle, SchemaChange, Transaction, TransactionPart
 from cdc_assets.core.positions import Position, is_before
 from cdc_assets.core.skip_filter import SkipFilter
-from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.transaction_parts import Tally, TransactionInParts
 from cdc_assets.engine.log_start import split_watermarks
 from cdc_assets.engine.runtime import TaskRuntime
@@ -50,13 +49,8 @@ class Lane:
         self.batch, self.opened, self.idle_at = Batch(), time.monotonic(), None
         self._parts: TransactionInParts | None = None
 
-    @property
-    def position(self) -> Position:
-        return self.checkpoint.position
-
-    @property
-    def schemas(self) -> dict[TableId, TableSchema]:
-        return self.checkpoint.schemas
+    position = property(lambda self: self.checkpoint.position)
+    schemas = property(lambda self: self.checkpoint.schemas)
 
     @property
     def settled(self) -> bool:
