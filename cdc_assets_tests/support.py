@@ -154,6 +154,16 @@ def mysql_table_task(servers, unique_name: str, tmp_path: Path, task_id: str, pi
             tgt.close()
 
 
+def three_target_source(servers, db: str):
+    """The MariaDB table `<db>.t (id, v)` of `three_targets`, 30 rows; an autocommit connection to its database."""
+    servers.mariadb.create_database(db)
+    src = servers.mariadb.connect(db)
+    with src.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO t SELECT seq, seq FROM seq_1_to_30")
+    return src
+
+
 def three_targets(tmp_path: Path, servers, mariadb_target, db: str, task_id: str, **sections) -> Path:
     """A task file: the MariaDB table `<db>.t` into three targets, pg_a and pg_b (PostgreSQL databases `<db>_a`,
     `<db>_b`, created here) and maria (the second MariaDB)."""

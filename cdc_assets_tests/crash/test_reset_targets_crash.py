@@ -13,7 +13,7 @@ from cdc_assets.engine.faults import ENV as CRASH_ENV
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.resumer.records import CDC_RESET
-from cdc_assets_tests.support import cli_command, snapshot_all, three_targets
+from cdc_assets_tests.support import cli_command, snapshot_all, three_target_source, three_targets
 
 pytestmark = pytest.mark.crash
 NAMES = ("pg_a", "pg_b", "maria")
@@ -33,11 +33,7 @@ def states(path) -> dict[str, tuple[str, int]]:
 def test_a_reset_of_three_targets_killed_midway_is_finished_by_running_it_again(tmp_path, servers, mariadb_target,
                                                                                unique_name, spark):
     db = unique_name
-    servers.mariadb.create_database(db)
-    src = servers.mariadb.connect(db)
-    with src.cursor() as cur:
-        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
-        cur.execute("INSERT INTO t SELECT seq, seq FROM seq_1_to_30")
+    src = three_target_source(servers, db)
     path = three_targets(tmp_path, servers, mariadb_target, db, f"rst_{db}")
     rt = TaskRuntime(load_config(path))
     rt.adopt_spark(spark)

@@ -23,7 +23,8 @@ from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.savepoint_values import SavepointError
 from cdc_assets.sources.postgres.slot import slot_name
-from cdc_assets_tests.support import cli_command, fetch_rows, run_transactions, snapshot_all, three_targets
+from cdc_assets_tests.support import (cli_command, fetch_rows, run_transactions, snapshot_all, three_target_source,
+                                     three_targets)
 
 pytestmark = pytest.mark.crash
 KEPT = "kept (there already at this state)"
@@ -41,11 +42,7 @@ def cli(path, *args: str, crash: str | None = None) -> subprocess.CompletedProce
 def test_a_rollback_of_three_targets_killed_between_two_is_finished_by_running_it_again(
         tmp_path, servers, mariadb_target, unique_name, spark):
     db = unique_name
-    servers.mariadb.create_database(db)
-    src = servers.mariadb.connect(db)
-    with src.cursor() as cur:
-        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
-        cur.execute("INSERT INTO t SELECT seq, seq FROM seq_1_to_30")
+    src = three_target_source(servers, db)
     path = three_targets(tmp_path, servers, mariadb_target, db, f"spt_{db}")
     targets = {"pg_a": servers.postgres.connect(f"{db}_a"), "pg_b": servers.postgres.connect(f"{db}_b"),
                "maria": mariadb_target.connect()}

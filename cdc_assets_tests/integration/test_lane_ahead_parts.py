@@ -11,7 +11,7 @@ from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.reset import reset_targets
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.resumer.logfile import POSITION_LOG
-from cdc_assets_tests.support import snapshot_all, three_targets
+from cdc_assets_tests.support import snapshot_all, three_target_source, three_targets
 
 pytestmark = pytest.mark.spark
 
@@ -31,11 +31,7 @@ def checkpoints_of(config, position_key: str) -> list:
 def test_a_target_ahead_never_checkpoints_a_transaction_in_parts_it_holds(tmp_path, servers, mariadb_target,
                                                                           unique_name, spark):
     db = unique_name
-    servers.mariadb.create_database(db)
-    src = servers.mariadb.connect(db)
-    with src.cursor() as cur:
-        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
-        cur.execute("INSERT INTO t SELECT seq, seq FROM seq_1_to_30")
+    src = three_target_source(servers, db)
     task = f"lap_{db}"
     path = three_targets(tmp_path, servers, mariadb_target, db, task, pipeline={"transaction_part_events": 3})
     config = load_config(path)
