@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what cdc_assets needs on Debian 12: database servers (for the demo and tests), Java and the
-# JDBC drivers Spark loads from files, then the package itself. Idempotent; `--no-pip` skips pip.
+# JDBC drivers Spark loads from files, then the package itself. Idempotent; `--no-pip` skips pip; `--bench` adds
+# sysbench, the load generator of bench/verify.py (the tests do not need it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,6 +9,9 @@ cd "$(dirname "$0")/.."
 # gcc, pkg-config, libmariadb-dev: pip builds mysqlclient (the mysql-pipe extra) against MariaDB's C client.
 packages=(mariadb-server mariadb-client postgresql postgresql-15-postgis-3 default-jre-headless libmariadb-java
           libpostgresql-jdbc-java gcc pkg-config libmariadb-dev)
+if [[ " $* " == *" --bench "* ]]; then
+  packages+=(sysbench)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -19,6 +23,6 @@ if ((${#missing[@]})); then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if [ "${1:-}" != "--no-pip" ]; then
+if [[ " $* " != *" --no-pip "* ]]; then
   python -m pip install -q -e ".[dev]"
 fi
