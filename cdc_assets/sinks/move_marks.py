@@ -57,10 +57,6 @@ class MoveMarks:
     def __init__(self, sink) -> None:
         self.sink = sink
         self.ready = False
-        # The open transaction in parts (its target transaction's cursor, its floor) and each table's mark as it
-        # found it: see `as_found`.
-        self._found_in: tuple[object, Position] | None = None
-        self._found: dict[TableId, MovePoint | None] = {}
 
     def _table(self) -> str:
         return self.sink.table_sql(TableId(META, MARKS))
@@ -80,19 +76,6 @@ class MoveMarks:
                        (str(table),))
         row = cursor.fetchone()
         return None if row is None else MovePoint.from_json(row[0])
-
-    def as_found(self, cursor, table: TableId, floor: Position | None) -> MovePoint | None:
-        """The table's mark as the transaction being applied found it. The parts of a transaction in parts share
-        one target transaction and its floor, so every move in them has the same point: a later part judged by the
-        mark an earlier part wrote would take its own transaction's moves for moves applied before. A new target
-        transaction (a replay after a commit or a rollback) reads the mark again."""
-        if floor is None:
-            return self.read(cursor, table)
-        if self._found_in is None or self._found_in[0] is not cursor or self._found_in[1] != floor:
-            self._found_in, self._found = (cursor, floor), {}
-        if table not in self._found:
-            self._found[table] = self.read(cursor, table)
-        return self._found[table]
 
     def write(self, cursor, table: TableId, mark: MovePoint) -> None:
         q = self.sink.q

@@ -39,7 +39,7 @@ def plan_moves(cursor, schema: TableSchema, changes: TableChanges, marks: MoveMa
     if not changes.moves:
         return Moves(copies, updates)
     marked = marks.ready  # its table made by prepare_changes (a backfill prepares nothing)
-    mark = marks.as_found(cursor, schema.table, changes.floor) if marked else None
+    mark = marks.read(cursor, schema.table) if marked else None
     for new, move in changes.moves.items():  # rare (key changes of rows with TOASTed values): two queries each
         row = target_row(cursor, schema, move.origin)
         refilled = move.origin != new and (move.origin in changes.rows or move.origin in changes.moves)
