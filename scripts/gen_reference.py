@@ -202,7 +202,7 @@ def cli_page() -> str:
         if saved is not None:
             os.environ["CDC_ASSETS_CONFIG"] = saved
     lines = [GENERATED, "", "# CLI reference", "", _one_line(parser.description), "",
-             "```", parser.format_usage().strip().replace(os.path.basename(sys.argv[0]), "cdc-assets"), "```", "",
+             "```", parser.format_usage().strip(), "```", "",
              "Exit codes: 0 done; 1 `verify` found a split that differs; 2 an error (its message and the way out "
              "on stderr, see [Errors](errors.md)); 3 `verify` could not compare a split.", "",
              "## Global options", ""]
