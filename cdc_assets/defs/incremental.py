@@ -18,7 +18,7 @@ from cdc_assets.defs.resources import CdcTask
 from cdc_assets.engine.headroom import task_headroom
 from cdc_assets.engine.incremental import SyncReport, sync
 from cdc_assets.engine.log_start import task_progress, unfinished_reason
-from cdc_assets.engine.lane_states import target_checkpoints
+from cdc_assets.engine.lane_states import checkpoint_text, target_checkpoints
 from cdc_assets.engine.membership import membership
 from cdc_assets.engine.planning import load_plans
 from cdc_assets.engine.runtime import TaskRuntime
@@ -145,9 +145,8 @@ def _decide(runtime: TaskRuntime):
         changed = ",".join(sorted([*map(str, members.joining), *(f"-{t}" for t in members.removed)]))
     plans = ",".join(sorted(p.plan_id for p in load_plans(runtime).values()))
     # Once per plan and checkpoint: never twice for the same start, and a new key after each run's progress.
-    run_key = f"{hashlib.sha256(plans.encode()).hexdigest()[:12]}@{checkpoint.position if checkpoint else 'start'}"
-    if checkpoint is not None and checkpoint.rolled_back_to:  # it brings back a checkpoint an earlier run started from
-        run_key += f"~{checkpoint.rolled_back_to}"
+    start = checkpoint_text(checkpoint) if checkpoint else "start"  # a rollback's checkpoint is told apart
+    run_key = f"{hashlib.sha256(plans.encode()).hexdigest()[:12]}@{start}"
     # Several targets: a target back from an outage starts from an earlier position.
     run_key += f"#{hashlib.sha256(targets.key.encode()).hexdigest()[:12]}" if targets.key else ""
     return dg.RunRequest(run_key=run_key + (f"+{changed}" if changed else ""), tags={TASK_TAG: runtime.config.task_id})

@@ -22,7 +22,7 @@ def target_checkpoints(rt: TaskRuntime) -> TargetCheckpoints:
     if len(rt.lanes) == 1:
         return TargetCheckpoints(rt.resumer.checkpoint())
     found, down = answering(rt.lanes, lambda lane: lane.resumer.checkpoint())
-    key = ";".join(f"{lane.name}=" + ("down" if lane.name in down else _state(found[lane.name])) for lane in rt.lanes)
+    key = ";".join(f"{lane.name}=" + ("down" if lane.name in down else checkpoint_text(found[lane.name])) for lane in rt.lanes)
     notes = [f"target {name} is down ({why})" for name, why in down.items()]
     known = {n: c for n, c in found.items() if c is not None}
     if not known:
@@ -34,9 +34,9 @@ def target_checkpoints(rt: TaskRuntime) -> TargetCheckpoints:
     return TargetCheckpoints(next(c for c in known.values() if c.position == first), notes, key)
 
 
-def _state(checkpoint: Checkpoint | None) -> str:
-    """A target's position, and the savepoint rollback that wrote it: a rollback of one target brings back a
-    position an earlier run started from."""
+def checkpoint_text(checkpoint: Checkpoint | None) -> str:
+    """A checkpoint's position, and the savepoint rollback that wrote it: a rollback brings back a position an
+    earlier run started from, and the launcher's run keys must tell the two apart."""
     if checkpoint is None:
         return "-"
     return str(checkpoint.position) + (f"~{checkpoint.rolled_back_to}" if checkpoint.rolled_back_to else "")

@@ -37,8 +37,8 @@ its own checkpoint (core/skip_filter.py `SkipFilter.behind` / `applied_before`),
 
 The *task lease* (an flock on a file in the task's data_dir: engine/task_lock.py) keeps syncs and savepoint
 commands of one task apart: a savepoint taken while a batch commits, or a rollback under a running sync, would
-tag or restore a state no checkpoint describes. It is re-entrant per owner, the task's runtime, so a command
-holds it once for all its targets (a lane's runtime stands for the task's here).
+tag or restore a state no checkpoint describes. It is re-entrant per owner, the lanes' shared `Task`, so a
+command holds it once for all its targets.
 """
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """A key-changing UPDATE whose new image lacks an unchanged TOASTed column (PostgreSQL, REPLICA IDENTITY DEFAULT)
 moves the row to its new key with the value the target holds under the old key, into both target kinds."""
 import secrets
+from contextlib import contextmanager
 
 import pytest
 
@@ -12,11 +13,10 @@ from cdc_assets_tests.support import config_for, fetch_rows, run_transactions, s
 BIG = secrets.token_hex(40_000)  # incompressible: stored out of line, so an update not touching it logs it unchanged
 
 
-@pytest.fixture(params=["postgres", "mysql"])
-def task(request, servers, unique_name, tmp_path):
+@contextmanager
+def key_move_task(servers, unique_name, tmp_path, kind: str, pipeline: dict):
     """(runtime started at the log end, source connection, target connection, namespace, target table)"""
-    ns, kind = unique_name, request.param
-    target_db = f"{unique_name}_tgt"
+    ns, target_db = unique_name, f"{unique_name}_tgt"
     seed = [f"CREATE SCHEMA {ns}", f"CREATE TABLE {ns}.t (id INT PRIMARY KEY, doc TEXT, n INT)"]
     with source_database(servers, "postgres", unique_name, seed) as src:
         if kind == "postgres":
@@ -26,9 +26,7 @@ def task(request, servers, unique_name, tmp_path):
             tgt = servers.mariadb.connect()
         config = config_for(tmp_path, servers, task_id=unique_name, source="postgres", source_db=unique_name,
                             tables=[f"{ns}.t"], target=kind, target_db=target_db,
-                            # One sync's transactions share a batch: the reader never keeps them waiting a minute.
-                            pipeline={"startup_mode": "latest", "checkpoint_interval_secs": 600,
-                                      "max_batch_delay_ms": 60_000})
+                            pipeline={"startup_mode": "latest", **pipeline})
         rt = TaskRuntime(config)
         rt.sink.ensure_table(rt.source.describe(config.source.table_ids[0]))
         sync(rt, until_caught_up=True)  # the checkpoint: everything after it is read
@@ -40,6 +38,14 @@ def task(request, servers, unique_name, tmp_path):
                 with tgt.cursor() as cur:
                     cur.execute(f"DROP DATABASE IF EXISTS `{ns}`")
             tgt.close()
+
+
+@pytest.fixture(params=["postgres", "mysql"])
+def task(request, servers, unique_name, tmp_path):
+    # One sync's transactions share a batch: the reader never keeps them waiting a minute.
+    with key_move_task(servers, unique_name, tmp_path, request.param,
+                       {"checkpoint_interval_secs": 600, "max_batch_delay_ms": 60_000}) as made:
+        yield made
 
 
 def run(conn, *transactions: str) -> None:
@@ -239,36 +245,16 @@ def test_a_move_over_a_snapshot_that_cannot_tell_its_old_keys_row_stops_naming_t
 def test_moves_in_two_parts_of_one_transaction_are_both_applied_the_first_time(servers, unique_name, tmp_path, kind):
     """A transaction handed out in parts moves two rows in different parts: the second part must not take the
     move mark the first part wrote (in the same open target transaction) for a move applied before."""
-    ns, target_db = unique_name, f"{unique_name}_tgt"
-    seed = [f"CREATE SCHEMA {ns}", f"CREATE TABLE {ns}.t (id INT PRIMARY KEY, doc TEXT, n INT)"]
-    with source_database(servers, "postgres", unique_name, seed) as src:
-        if kind == "postgres":
-            servers.postgres.create_database(target_db)
-        config = config_for(tmp_path, servers, task_id=unique_name, source="postgres", source_db=unique_name,
-                            tables=[f"{ns}.t"], target=kind, target_db=target_db,
-                            pipeline={"startup_mode": "latest", "transaction_part_events": 3})
-        rt = TaskRuntime(config)
-        tgt = servers.postgres.connect(target_db) if kind == "postgres" else servers.mariadb.connect()
-        try:
-            rt.sink.ensure_table(rt.source.describe(config.source.table_ids[0]))
-            sync(rt, until_caught_up=True)
-            run(src, f"INSERT INTO {ns}.t VALUES (1, '{BIG}', 0), (2, '{BIG[::-1]}', 0)",
-                f"INSERT INTO {ns}.t SELECT g, 'small', 0 FROM generate_series(100, 105) g")
-            sync(rt, until_caught_up=True)
-            bump = [f"UPDATE {ns}.t SET n = n + 1 WHERE id = {i}" for i in range(100, 106)]
-            # parts of 3: (move 1 -> 11, 100, 101), (102, move 2 -> 12, 103), then the end (104, 105)
-            run(src, ";".join([f"UPDATE {ns}.t SET id = 11 WHERE id = 1", *bump[:3],  # doc unchanged: a move
-                               f"UPDATE {ns}.t SET id = 12 WHERE id = 2", *bump[3:]]))
+    with key_move_task(servers, unique_name, tmp_path, kind, {"transaction_part_events": 3}) as made:
+        rt, src, _, ns, _ = made
+        run(src, f"INSERT INTO {ns}.t VALUES (1, '{BIG}', 0), (2, '{BIG[::-1]}', 0)",
+            f"INSERT INTO {ns}.t SELECT g, 'small', 0 FROM generate_series(100, 105) g")
+        sync(rt, until_caught_up=True)
+        bump = [f"UPDATE {ns}.t SET n = n + 1 WHERE id = {i}" for i in range(100, 106)]
+        # parts of 3: (move 1 -> 11, 100, 101), (102, move 2 -> 12, 103), then the end (104, 105)
+        run(src, ";".join([f"UPDATE {ns}.t SET id = 11 WHERE id = 1", *bump[:3],  # doc unchanged: a move
+                           f"UPDATE {ns}.t SET id = 12 WHERE id = 2", *bump[3:]]))
 
-            sync(rt, until_caught_up=True)
+        sync(rt, until_caught_up=True)
 
-            target_table = f'"{ns}".t' if kind == "postgres" else f"`{ns}`.t"
-            want, got = fetch_rows(src, f"{ns}.t", "id"), fetch_rows(tgt, target_table, "id")
-            assert [(r[0], len(r[1] or ""), r[2]) for r in got] == [(r[0], len(r[1] or ""), r[2]) for r in want]
-            assert got == want
-        finally:
-            rt.close()
-            if kind == "mysql":
-                with tgt.cursor() as cur:
-                    cur.execute(f"DROP DATABASE IF EXISTS `{ns}`")
-            tgt.close()
+        assert_same(made)

@@ -60,11 +60,11 @@ def test_a_report_names_its_target_with_several_and_says_when_a_delete_found_non
 
 
 def test_the_launch_key_of_several_targets_tells_a_rolled_back_target_apart():
-    from cdc_assets.engine.lane_states import _state
+    from cdc_assets.engine.lane_states import checkpoint_text
 
     at = PgPosition(100)
-    assert _state(None) == "-" and _state(Checkpoint(at, 1, 5)) == "0/64"
-    assert _state(Checkpoint(at, 1, 5, rolled_back_to="s@2026-01-01 00:00:00")) == "0/64~s@2026-01-01 00:00:00"
+    assert checkpoint_text(None) == "-" and checkpoint_text(Checkpoint(at, 1, 5)) == "0/64"
+    assert checkpoint_text(Checkpoint(at, 1, 5, rolled_back_to="s@2026-01-01 00:00:00")) == "0/64~s@2026-01-01 00:00:00"
 
 
 def test_lanes_share_the_source_and_keep_their_own_positions(tmp_path):
