@@ -268,6 +268,9 @@ class Sink(Protocol):
     # Whether savepoints can keep their records and before-images in this target (sinks/before_images.py, through
     # the SQL sink's `images`); a target without them refuses `savepoint create` and is never imaged.
     supports_savepoints: bool
+    # Whether a repair can hold the split's range in this target (`repair_transaction`, `keep_rows`) instead of
+    # on the source (engine/repair.py).
+    repairs_lock_free: bool
 
     def target_format(self) -> TargetFormat: ...
 
@@ -324,5 +327,11 @@ class Sink(Protocol):
     def range_rows(self, schema: TableSchema, key_range: KeyRange, kind: str, source_db_type: str,
                    source_keys: list[tuple]) -> list[tuple]:
         """The target's rows of a split's range for verification, plus the source's keys it orders elsewhere."""
+
+    def repair_transaction(self, schema: TableSchema, ranges: SplitRanges) -> ContextManager[Any]:
+        """A transaction that first holds the ranges still against the target's other writers (the sync)."""
+
+    def keep_rows(self, tx: Any, schema: TableSchema, keys: set[tuple]) -> Any:
+        """The target's rows of `keys`, copied aside inside `tx`; `.put_back(tx)` restores them."""
 
     def close(self) -> None: ...

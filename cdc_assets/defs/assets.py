@@ -32,7 +32,9 @@ def table_asset(config: TaskConfig, table: TableId) -> dg.AssetsDefinition:
         except CdcError as exc:
             raise dg.Failure(description=str(exc)) from None
         for r in results:
-            context.log.info(f"{r.split_id}: {'already finished, not re-read' if r.skipped else f'{r.rows} rows'}")
+            context.log.info(f"{r.split_id}: {'already finished, not re-read' if r.skipped else f'{r.rows} rows'}"
+                             + (f"; repaired, {r.kept} keys the log changed meanwhile left as the sync made them"
+                                if r.kept is not None else ""))
         return dg.MaterializeResult(metadata=_metadata(results))
 
     return _snapshot
@@ -51,8 +53,19 @@ def _metadata(results: list[SplitResult]) -> dict:
         "seconds": dg.MetadataValue.float(round(seconds, 3)),
         "rows_per_sec": dg.MetadataValue.float(round(rows / seconds, 1) if seconds else 0.0),
         "splits_skipped": dg.MetadataValue.int(len(results) - len(read)),
+        **_repaired(results),
         **_per_target(results),
     }
+
+
+def _repaired(results: list[SplitResult]) -> dict:
+    """Splits read again because their verification failed (engine/repair.py), and the keys each left to the
+    sync because the log changed them while it read."""
+    repaired = [r for r in results if r.kept is not None]
+    if not repaired:
+        return {}
+    return {"splits_repaired": dg.MetadataValue.text(", ".join(r.split_id for r in repaired)),
+            "repair_keys_left_to_the_log": dg.MetadataValue.int(sum(r.kept for r in repaired))}
 
 
 def _per_target(results: list[SplitResult]) -> dict:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import time
-import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
@@ -24,19 +23,17 @@ from cdc_assets.core.splits import Split, SplitPlan
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.backfill import backfill
 from cdc_assets.engine.planning import describe
-from cdc_assets.engine.repair import held_for_repair, needing_repair
+from cdc_assets.engine.repair import Window, held_for_repair, lock_free, needing_repair, wait_for_sync
 from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.engine.split_failures import SplitFailed, failed_target, split_failed
 from cdc_assets.errors import NETWORK_HINT, CdcError, PlanError, UnreachableError
-from cdc_assets.resumer.records import now_text
 from cdc_assets.resumer.resumer import SplitWatermarks
 from cdc_assets.engine.faults import crash_point
-from cdc_assets.engine.target_down import answering, one_line
-from cdc_assets.spark.errors import root_cause
+from cdc_assets.engine.target_down import answering
 from cdc_assets.spark.parallelism import parallelism
 from cdc_assets.spark.staging import stage_each
 
 log = logging.getLogger("cdc_assets.snapshot")
-ERRORS_LOG = "errors.log"  # beside position.log: the full traces behind one-line split failures
 
 
 @dataclass(frozen=True)
@@ -48,6 +45,9 @@ class SplitResult:
     high_watermark: str
     seconds: float
     skipped: bool = False  # finished before this run: not read again
+    # A repair (engine/repair.py): the keys of the split whose rows it left as the sync made them (the log changed
+    # them while it read); None when the split was not repaired.
+    kept: int | None = None
     targets: dict[str, str] = field(default_factory=dict)  # with several targets: what each one did
 
 
@@ -64,7 +64,7 @@ def snapshot_splits(rt: TaskRuntime, table: TableId, split_ids: list[str]) -> li
     if not todo:
         return done
     schema = describe(rt, table)
-    with held_for_repair(rt, plan, schema, [s for s in todo if s.id in again]):
+    with held_for_repair(rt, [rt], plan, schema, [s for s in todo if s.id in again]):
         return done + _pipeline(rt, [rt], plan, schema, todo, again)
 
 
@@ -99,7 +99,7 @@ def _snapshot_lanes(rt: TaskRuntime, plan: SplitPlan, split_ids: list[str]) -> l
     repairing = set().union(*again.values())
     for names, ids in wanted.items():
         lanes = [lane for lane in up if lane.name in names]
-        with held_for_repair(rt, plan, schema, [plan.split(s) for s in ids if s in repairing]):
+        with held_for_repair(rt, lanes, plan, schema, [plan.split(s) for s in ids if s in repairing]):
             group = _pipeline(rt, lanes, plan, schema, [plan.split(s) for s in ids], repairing)
         for r in group:
             if r.skipped:  # another run finished it in every target of this group meanwhile
@@ -151,7 +151,9 @@ def _pipeline(rt: TaskRuntime, lanes: list[TaskRuntime], plan: SplitPlan, schema
     own watermarks; finished markers follow each group's commit. A group's
     splits are leased (the sink's split locks) from before its low watermark until its commit settled."""
     width = parallelism(rt.spark) * min(lane.sink.splits_per_slot for lane in lanes)
-    groups = [splits[i:i + width] for i in range(0, len(splits), width)]
+    repairs = [s for s in splits if s.id in again] if lock_free(lanes) else []
+    fresh = [s for s in splits if s not in repairs]
+    groups = [fresh[i:i + width] for i in range(0, len(fresh), width)]
     results: list[SplitResult] = []
     pending: list[tuple[_StagedGroup, Future]] = []
     locks = _leases(rt).sink.split_locks(rt.config.task_id)
@@ -168,9 +170,32 @@ def _pipeline(rt: TaskRuntime, lanes: list[TaskRuntime], plan: SplitPlan, schema
                     results += _settle(rt, pending, locks, wait=False)
             finally:
                 results += _settle(rt, pending, locks, wait=True)
+        for split in repairs:  # one at a time, each in a window of its own, committed on this thread
+            if _lease(rt, lanes, locks, plan, [split], results, again):
+                results += _repair(rt, lanes, plan, schema, split, locks)
     finally:
         locks.close()
     return results
+
+
+def _repair(rt: TaskRuntime, lanes: list[TaskRuntime], plan: SplitPlan, schema: TableSchema, split: Split,
+            locks: SplitLeases) -> list[SplitResult]:
+    """A split read again lock-free (engine/repair.py): its window opened before the read, its commit after
+    the sync passed the read's high watermark."""
+    window = Window.open(rt, plan, schema, split)
+    try:
+        staged = _read_group(rt, lanes, plan, schema, [split])
+        wait_for_sync([t.lane for t in staged.targets], split, staged.marks[0].high)
+        window.changed(rt, plan, schema)  # the log read so far, before any hold in the target
+    except BaseException:
+        locks.release([split.id])
+        raise
+    done: Future = Future()
+    try:
+        done.set_result(_commit_group(rt, plan, schema, staged, window))
+    except Exception as exc:
+        done.set_exception(exc)
+    return _settle(rt, [(staged, done)], locks, wait=True)
 
 
 def _leases(rt: TaskRuntime) -> TaskRuntime:
@@ -226,9 +251,9 @@ def _read_group(rt: TaskRuntime, lanes: list[TaskRuntime], plan: SplitPlan, sche
         if exc is None:
             continue
         if len(lanes) > 1 and rt.policy.tolerates(staged.lane.name):
-            failed[staged.lane.name] = _failed_target(rt, staged, splits, lows, exc)
+            failed[staged.lane.name] = failed_target(rt, staged, splits, lows, exc)
             continue
-        raise _failed(staged.lane, splits, lows, staged.reads, exc, where="in Spark" if len(lanes) == 1 else
+        raise split_failed(staged.lane, splits, lows, staged.reads, exc, where="in Spark" if len(lanes) == 1 else
                       f"in Spark (target {staged.lane.name})",
                       detail=source.explain_failure(schema, staged.export, exc)) from None
     _call(rt.hooks.after_write, ids)
@@ -241,55 +266,21 @@ def _read_group(rt: TaskRuntime, lanes: list[TaskRuntime], plan: SplitPlan, sche
     return _StagedGroup(splits, marks, targets, started, failed)
 
 
-def _failed_target(rt: TaskRuntime, staged: _Staged, splits: list[Split], marks: list[SplitWatermarks],
-                   exc: Exception) -> str:
-    """A target the policy tolerates failed its part of a group: said, recorded where possible, not raised."""
-    line = f"failed: {one_line(exc)}"
-    log.warning("target %s: %s..%s of %s %s; the others go on", staged.lane.name, splits[0].id, splits[-1].id,
-                splits[0].table, line)
-    try:
-        staged.lane.resumer.record_failed(marks, staged.reads, line)
-    except Exception:  # its position store may be down with it
-        staged.lane.reconnect_target()
-    return line
-
-
-class SplitFailed(CdcError):
-    """Reading or staging a group of splits failed inside Spark, or a split is not finished for the commit policy;
-    the message is the root cause in one line. Way out: fix the cause named, then materialize the split again."""
-
-
-def _failed(rt: TaskRuntime, splits: list[Split], marks: list[SplitWatermarks], reads: dict[str, int],
-            exc: Exception, where: str = "in Spark", detail: CdcError | None = None) -> SplitFailed:
-    """One line for the CLI, the Dagster run and the position records; the whole trace to errors.log. `detail`:
-    what the engine found out about the cause, after the database's message."""
-    message, where = root_cause(exc, where)
-    if detail is not None:
-        message += f"; {detail.message} ({detail.hint})"
-    ids = [s.id for s in splits]
-    line = f"{ids[0]}..{ids[-1]} of {splits[0].table} failed {where}: {message}"
-    rt.resumer.record_failed(marks, reads, line)
-    log_dir = rt.config.log_dir
-    log_dir.mkdir(parents=True, exist_ok=True)
-    with open(log_dir / ERRORS_LOG, "a", encoding="utf-8") as out:
-        out.write(f"{now_text()} | {line}\n{''.join(traceback.format_exception(exc))}\n")
-    return SplitFailed(line, f"fix the cause, then materialize the splits again; the trace is in {log_dir / ERRORS_LOG}")
-
-
 @dataclass(frozen=True)
 class _Committed:
     rows_by_split: dict[int, int]  # by split index
     staged_bytes: int
+    kept: int | None = None  # a repair's keys left as the sync made them
 
 
-def _commit_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema,
-                  staged: _StagedGroup) -> dict[str, _Committed | Exception]:
+def _commit_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, staged: _StagedGroup,
+                  window: Window | None = None) -> dict[str, _Committed | Exception]:
     """Runs on the commit thread: touches only the sinks' commit connections and pure resumer methods. Each
     target commits on its own; with several, one's failure is returned for `_settle` to judge."""
     out: dict[str, _Committed | Exception] = {}
     for target in staged.targets:
         try:
-            out[target.lane.name] = _commit_target(target.lane, plan, schema, staged, target)
+            out[target.lane.name] = _commit_target(target.lane, plan, schema, staged, target, window)
         except Exception as exc:
             if len(staged.targets) + len(staged.failed) == 1:
                 raise
@@ -298,27 +289,36 @@ def _commit_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema,
 
 
 def _commit_target(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, staged: _StagedGroup,
-                   target: _Staged) -> _Committed:
+                   target: _Staged, window: Window | None = None) -> _Committed:
     """One target transaction: the staged rows replace the splits' ranges, rows the source deleted go, the
     backfill brings the keys to the high watermark, and (with `from_target`) the finished markers are written;
-    all of it commits, or none."""
+    all of it commits, or none. A repair (`window`) holds the range in the target first and keeps the rows of the
+    keys the log changed since its window opened (engine/repair.py)."""
     sink = rt.sink
     by_index = {s.index: s.id for s in staged.splits}
     replace = SplitRanges(plan.key_kind, tuple(s.range for s in staged.splits),
                           sink.check_key_order(plan.key_kind, rt.source.db_type))
     staged_bytes = sink.staged_bytes(target.staging)
-    with sink.transaction() as tx:
+    kept = None
+    with sink.transaction() if window is None else sink.repair_transaction(schema, replace) as tx:
+        if window is not None:
+            kept = sink.keep_rows(tx, schema, window.changed(rt, plan, schema))
+            # Key by key: a range delete would take rows the sync inserted into the range and committed after
+            # the hold (READ COMMITTED leaves gaps free); rows the source deleted go by `_remove_deleted`.
+            replace = SplitRanges(replace.kind, replace.ranges, by_range=False)
         counts = sink.merge_staged(tx, schema, target.staging, target.export, replace, target.counts)
         if not replace.by_range:
             _remove_deleted(rt, tx, schema, target, replace)
-        if rt.config.pipeline.exactly_once:
+        if kept is not None:
+            kept.put_back(tx)
+        elif rt.config.pipeline.exactly_once:
             mark = staged.marks[0]
             backfill(rt, tx, schema, plan, staged.splits, mark.low, mark.high)
         target.finished.extend(rt.resumer.finished_records(staged.marks, {by_index[i]: n for i, n in counts.items()}))
         if rt.resumer.writes_in_target:
             rt.resumer.write_in(tx, target.finished)
     sink.drop_staging(target.staging)
-    return _Committed(counts, staged_bytes)
+    return _Committed(counts, staged_bytes, None if kept is None else len(kept.keys))
 
 
 def _remove_deleted(rt: TaskRuntime, cursor, schema: TableSchema, staged: _Staged, replace: SplitRanges) -> None:
@@ -345,7 +345,7 @@ def _settle(rt: TaskRuntime, pending: list, locks: SplitLeases, wait: bool) -> l
             raise
         except Exception as exc:
             [target] = staged.targets
-            raise _failed(target.lane, staged.splits, staged.marks, target.reads, exc,
+            raise split_failed(target.lane, staged.splits, staged.marks, target.reads, exc,
                           "in the target's commit") from None
         crash_point("snapshot.after_commit")  # committed in the target, not yet finished for other resumers
         states = dict(staged.failed)
@@ -354,9 +354,9 @@ def _settle(rt: TaskRuntime, pending: list, locks: SplitLeases, wait: bool) -> l
             result = committed[target.lane.name]
             if isinstance(result, Exception):
                 if not rt.policy.tolerates(target.lane.name):
-                    raise _failed(target.lane, staged.splits, staged.marks, target.reads, result,
+                    raise split_failed(target.lane, staged.splits, staged.marks, target.reads, result,
                                   f"in the commit of target {target.lane.name}") from None
-                states[target.lane.name] = _failed_target(rt, target, staged.splits, staged.marks, result)
+                states[target.lane.name] = failed_target(rt, target, staged.splits, staged.marks, result)
                 continue
             target.lane.resumer.record_committed(target.finished)
             done[target.lane.name] = result
@@ -370,7 +370,7 @@ def _settle(rt: TaskRuntime, pending: list, locks: SplitLeases, wait: bool) -> l
             rows = result.rows_by_split.get(s.index, 0)
             each = {**states, **{n: f"rows {c.rows_by_split.get(s.index, 0)}" for n, c in done.items()}}
             results.append(SplitResult(s.id, rows, result.staged_bytes * rows // total, str(low), str(high), seconds,
-                                       targets=each if several else {}))
+                                       targets=each if several else {}, kept=result.kept))
     return results
 
 

@@ -12,16 +12,14 @@ Writers are never waited for, and verification takes no lock they could wait for
 """
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 
-from cdc_assets.core.batches import split_key_change
-from cdc_assets.core.events import SchemaChange, Transaction
-from cdc_assets.core.positions import Position, is_before
+from cdc_assets.core.positions import is_before
 from cdc_assets.core.row_digest import digest, key_text
 from cdc_assets.core.splits import Split, SplitPlan
 from cdc_assets.core.tables import TableSchema
 from cdc_assets.core.verify_window import Rounds
+from cdc_assets.engine.changed_keys import changed_in_log
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.verify_sync import wait_for
 
@@ -59,7 +57,7 @@ def compare_split(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, split: 
             moved = recent = {text(k) for k in rt.source.changed_since(schema, split.range, plan.key_kind,
                                                                        rt.sink.target_format(), read)}
         else:
-            logged = _moved_in_log(rt, schema, low, end, text)
+            logged = changed_in_log(rt, schema, low, end, text)
             if logged is None:
                 return Window(rounds, blocked=f"the definition of {schema.table} changed between {low} and {end}: "
                               "verify again once the sync applied it")
@@ -74,27 +72,3 @@ def compare_split(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, split: 
         rounds.judge(source, target, moved, recent)
         low, position = start, str(high)
     return Window(rounds, position=position, target_keys=target_keys)
-
-
-def _moved_in_log(rt: TaskRuntime, schema: TableSchema, low: Position, end: Position,
-                  text) -> list[tuple[Position, str]] | None:
-    """The keys (old and new ones of a key change) of the table's changes committed from `low` to `end`, each
-    with its transaction's end; None when the table's definition changed in between (keys cannot be told then)."""
-    moved: list[tuple[Position, str]] = []
-    if not is_before(low, end):
-        return moved
-    reader = rt.log.reader({schema.table: schema}, purpose=f"verify#{uuid.uuid4().hex}")
-    try:
-        for item in reader.read(low, stop_at=end):
-            if isinstance(item, SchemaChange) and item.table in (None, schema.table):
-                return None
-            if not isinstance(item, Transaction):
-                continue
-            for change in item.changes:
-                if change.table == schema.table:
-                    moved += [(item.end, text(part.key)) for part in split_key_change(change, schema.primary_key)]
-            if is_before(end, item.end):
-                break
-    finally:
-        reader.close()
-    return moved

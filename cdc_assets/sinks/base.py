@@ -17,7 +17,7 @@ from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import qualified, quote_ident
 from cdc_assets.dbapi.jdbc import jdbc_for
-from cdc_assets.sinks import range_read
+from cdc_assets.sinks import range_read, repair_rows
 from cdc_assets.sinks.connections import TargetConnections
 from cdc_assets.sinks.image_sql import ImageSql
 from cdc_assets.sinks.move_marks import MoveMarks
@@ -34,6 +34,7 @@ class SqlSink:
     meta_key_type: str  # a text key of the cdc_assets_meta tables (a task id, a table name), compared exactly
     column_type_sql = "NULL"  # the catalog's full type text beside DATA_TYPE (MySQL: COLUMN_TYPE, for unsigned)
     supports_savepoints = True
+    repairs_lock_free = True  # engine/repair.py: the range held in the target, never on the source
     images: ImageSql  # its engine's before-image statements (sinks/image_sql.py)
     # Snapshot groups committing at once, each on its own connection. One here: InnoDB's range DELETE takes
     # next-key locks past the range's end, which a neighbouring group's INSERT would wait on (or deadlock).
@@ -165,6 +166,13 @@ class SqlSink:
     def range_rows(self, schema: TableSchema, key_range: KeyRange, kind: str, source_db_type: str,
                    source_keys: list[tuple]) -> list[tuple]:
         return range_read.range_rows(self, schema, key_range, kind, source_db_type, source_keys)
+
+    # -- repair (repair_rows.py)
+    def repair_transaction(self, schema: TableSchema, ranges: SplitRanges) -> ContextManager:
+        return repair_rows.repair_transaction(self, schema, ranges)
+
+    def keep_rows(self, cursor, schema: TableSchema, keys: set[tuple]) -> repair_rows.KeptRows:
+        return repair_rows.KeptRows(self, cursor, schema, keys)
 
     def close(self) -> None:
         self.connections.close()

@@ -15,7 +15,7 @@ from cdc_assets.sources.jdbc_export import export, export_together, split_predic
 from cdc_assets.sources.present_keys import present_keys
 from cdc_assets.sources.split_hold import LOCK_WAIT_SECS, hold_range
 from cdc_assets.sources.split_planning import KeyProbes, plan_splits
-from cdc_assets.sources.split_read import SplitRead, read_range
+from cdc_assets.sources.split_read import SplitRead, changed_versions, read_range
 
 
 class SqlSource:
@@ -100,6 +100,14 @@ class SqlSource:
                       read: SplitRead) -> set[tuple]:
         """With `row_versions`: the keys of the range whose row changed since `read` (values as read)."""
         raise NotImplementedError
+
+    def key_versions(self, schema: TableSchema, key_range: KeyRange, kind: str) -> dict[tuple, str]:
+        """With `row_versions`: the version of each row of the range, by its key (a repair's window)."""
+        return read_range(self.url, schema, key_range, kind, versions=True).versions or {}
+
+    def changed_keys(self, schema: TableSchema, key_range: KeyRange, kind: str, before: dict[tuple, str]) -> set[tuple]:
+        """With `row_versions`: the keys of the range updated, deleted or inserted since `before` was read."""
+        return changed_versions(self.url, schema, key_range, kind, None, before)
 
     def compared_columns(self, schema: TableSchema, target: TargetFormat) -> list[str]:
         """Each column as verification reads it: as stored, unless a source renders it for that target."""

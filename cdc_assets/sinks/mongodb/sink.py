@@ -55,6 +55,7 @@ class MongoSink:
     dialect = "mongo"
     concurrent_commits = 1  # one session's transactions
     supports_savepoints = False  # no before-images yet: a backup of the collections instead
+    repairs_lock_free = False  # a repair holds the range on the source (engine/repair.py)
     splits_per_slot = 1  # a group is one transaction, which MongoDB aborts after 60 s (docs/connectors/mongodb-target.md)
 
     def __init__(self, url: DbUrl, source_db_type: str, write_batch_size: int | None = None) -> None:
