@@ -331,7 +331,7 @@ class Sink(Protocol):
     def repair_transaction(self, schema: TableSchema, ranges: SplitRanges) -> ContextManager[Any]:
         """A transaction that first holds the ranges still against the target's other writers (the sync)."""
 
-    def keep_rows(self, tx: Any, schema: TableSchema, keys: set[tuple]) -> Any:
-        """The target's rows of `keys`, copied aside inside `tx`; `.put_back(tx)` restores them."""
+    def keep_rows(self, tx: Any, schema: TableSchema, keys: set[tuple], ranges: SplitRanges) -> Any:
+        """The target's rows of `keys` in `ranges`, copied aside inside `tx`; `.put_back(tx)` restores them."""
 
     def close(self) -> None: ...

@@ -33,7 +33,7 @@ def table_asset(config: TaskConfig, table: TableId) -> dg.AssetsDefinition:
             raise dg.Failure(description=str(exc)) from None
         for r in results:
             context.log.info(f"{r.split_id}: {'already finished, not re-read' if r.skipped else f'{r.rows} rows'}"
-                             + (f"; repaired, {r.kept} keys the log changed meanwhile left as the sync made them"
+                             + (f"; repaired, {r.kept} rows the log changed meanwhile left as the sync made them"
                                 if r.kept is not None else ""))
         return dg.MaterializeResult(metadata=_metadata(results))
 
@@ -59,13 +59,13 @@ def _metadata(results: list[SplitResult]) -> dict:
 
 
 def _repaired(results: list[SplitResult]) -> dict:
-    """Splits read again because their verification failed (engine/repair.py), and the keys each left to the
+    """Splits read again because their verification failed (engine/repair.py), and the rows each left to the
     sync because the log changed them while it read."""
     repaired = [r for r in results if r.kept is not None]
     if not repaired:
         return {}
     return {"splits_repaired": dg.MetadataValue.text(", ".join(r.split_id for r in repaired)),
-            "repair_keys_left_to_the_log": dg.MetadataValue.int(sum(r.kept for r in repaired))}
+            "repair_rows_left_to_the_log": dg.MetadataValue.int(sum(r.kept for r in repaired))}
 
 
 def _per_target(results: list[SplitResult]) -> dict:

@@ -45,8 +45,8 @@ class SplitResult:
     high_watermark: str
     seconds: float
     skipped: bool = False  # finished before this run: not read again
-    # A repair (engine/repair.py): the keys of the split whose rows it left as the sync made them (the log changed
-    # them while it read); None when the split was not repaired.
+    # A repair (engine/repair.py): the rows of the split it left as the sync made them (the log changed them while
+    # it read); None when the split was not repaired.
     kept: int | None = None
     targets: dict[str, str] = field(default_factory=dict)  # with several targets: what each one did
 
@@ -270,7 +270,7 @@ def _read_group(rt: TaskRuntime, lanes: list[TaskRuntime], plan: SplitPlan, sche
 class _Committed:
     rows_by_split: dict[int, int]  # by split index
     staged_bytes: int
-    kept: int | None = None  # a repair's keys left as the sync made them
+    kept: int | None = None  # a repair's rows left as the sync made them
 
 
 def _commit_group(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, staged: _StagedGroup,
@@ -302,7 +302,7 @@ def _commit_target(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, staged
     kept = None
     with sink.transaction() if window is None else sink.repair_transaction(schema, replace) as tx:
         if window is not None:
-            kept = sink.keep_rows(tx, schema, window.changed(rt, plan, schema))
+            kept = sink.keep_rows(tx, schema, window.changed(rt, plan, schema), replace)
             # Key by key: a range delete would take rows the sync inserted into the range and committed after
             # the hold (READ COMMITTED leaves gaps free); rows the source deleted go by `_remove_deleted`.
             replace = SplitRanges(replace.kind, replace.ranges, by_range=False)
@@ -318,7 +318,7 @@ def _commit_target(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, staged
         if rt.resumer.writes_in_target:
             rt.resumer.write_in(tx, target.finished)
     sink.drop_staging(target.staging)
-    return _Committed(counts, staged_bytes, None if kept is None else len(kept.keys))
+    return _Committed(counts, staged_bytes, None if kept is None else kept.rows)
 
 
 def _remove_deleted(rt: TaskRuntime, cursor, schema: TableSchema, staged: _Staged, replace: SplitRanges) -> None:

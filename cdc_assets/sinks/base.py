@@ -171,8 +171,8 @@ class SqlSink:
     def repair_transaction(self, schema: TableSchema, ranges: SplitRanges) -> ContextManager:
         return repair_rows.repair_transaction(self, schema, ranges)
 
-    def keep_rows(self, cursor, schema: TableSchema, keys: set[tuple]) -> repair_rows.KeptRows:
-        return repair_rows.KeptRows(self, cursor, schema, keys)
+    def keep_rows(self, cursor, schema: TableSchema, keys: set[tuple], ranges: SplitRanges) -> repair_rows.KeptRows:
+        return repair_rows.KeptRows(self, cursor, schema, keys, ranges)
 
     def close(self) -> None:
         self.connections.close()

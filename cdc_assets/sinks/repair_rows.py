@@ -39,8 +39,10 @@ def repair_transaction(sink, schema: TableSchema, ranges: SplitRanges) -> Iterat
 class KeptRows:
     """The target's rows of some keys, copied aside inside the transaction and put back after the merge."""
 
-    def __init__(self, sink, cursor, schema: TableSchema, keys: set[tuple]) -> None:
+    def __init__(self, sink, cursor, schema: TableSchema, keys: set[tuple], ranges: SplitRanges) -> None:
         self.sink, self.schema, self.keys = sink, schema, sorted(keys, key=repr)
+        # The log's keys are the whole table's: only those in the held range are kept (where the target can tell).
+        self.within = f" AND ({sink.staging.range_sql(schema, ranges)})" if ranges.by_range else ""
         name, table = f"_cdc_kept_{uuid.uuid4().hex[:12]}", sink.table_sql(schema.table)
         if sink.db_type == "postgres":
             self.name = sink.q(name)
@@ -48,8 +50,10 @@ class KeptRows:
         else:  # a temporary table commits nothing open in MySQL; the connection has no database of its own
             self.name = sink.table_sql(TableId(schema.table.namespace, name))
             cursor.execute(f"CREATE TEMPORARY TABLE {self.name} AS SELECT * FROM {table} WHERE FALSE")
+        self.rows = 0  # rows kept: the log changed them since the repair's read
         for where, params in self._chunks():
             cursor.execute(f"INSERT INTO {self.name} SELECT * FROM {table} WHERE {where}", params)
+            self.rows += max(cursor.rowcount, 0)
 
     def put_back(self, cursor) -> None:
         table = self.sink.table_sql(self.schema.table)
@@ -64,4 +68,4 @@ class KeptRows:
         one = "(" + ", ".join(["%s"] * len(self.schema.primary_key)) + ")"
         for i in range(0, len(self.keys), CHUNK):
             chunk = self.keys[i:i + CHUNK]
-            yield f"{columns} IN ({', '.join([one] * len(chunk))})", [v for key in chunk for v in key]
+            yield f"{columns} IN ({', '.join([one] * len(chunk))}){self.within}", [v for key in chunk for v in key]

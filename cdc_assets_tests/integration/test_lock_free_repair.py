@@ -117,7 +117,7 @@ def test_rows_the_log_changed_during_the_repair_stay_as_the_sync_made_them(runni
     source, target = rows(r.source, r.source_table), rows(r.target, r.target_table)
     assert len(source) == ROWS - 1
     assert target == source, [(s, t) for s, t in zip(source, target) if s != t][:5]
-    assert not result.skipped and result.kept is not None and result.kept >= 2, result
+    assert not result.skipped and result.kept is not None and result.kept >= 1, result
     assert all(c.status == PASSED for c in verify_table(r.rt, r.table, wait_secs=60))
 
 
