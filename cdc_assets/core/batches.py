@@ -62,6 +62,22 @@ class Batch:
 
 
 @dataclass
+class MovesAcrossParts:
+    """How the moves of a transaction handed out in parts are judged across its parts, which one target
+    transaction applies one after the other (core/transaction_parts.py).
+
+    - Whether the target committed a move before is told by each table's move mark *as the transaction found it*:
+      a later part reading the mark its own earlier part wrote would take its moves for a replay.
+    - A move replayed over a snapshot copies the target's row under the old key, unless the batch fills that key
+      again after the move (a split may hold the later row: `core.move_source`). A part cannot see what later
+      parts do, so the old keys copied that way are kept here: a later part that touches one of them again
+      stops the transaction, which commits nothing."""
+
+    marks: dict[TableId, Any] = field(default_factory=dict)  # table -> its move mark before the first part
+    copied: dict[TableId, set[tuple]] = field(default_factory=dict)  # old keys copied while replaying
+
+
+@dataclass
 class TableChanges:
     """The net effect of a batch on one table."""
 
@@ -81,12 +97,23 @@ class TableChanges:
     replaying_until: Position | None = None
     # Of a transaction's part: its changes are not positioned yet, but lie after this (TransactionPart.floor).
     floor: Position | None = None
-    in_parts: bool = False  # of a transaction handed out in parts, its earlier parts applied in the same transaction
+    # Of a transaction handed out in parts: what its earlier parts, applied in the same target transaction, leave
+    # for the later ones (None outside one).
+    parts: "MovesAcrossParts | None" = None
     prepared: Any = None  # what the sink rendered of it ahead of applying it (Sink.prepare_changes)
 
     @property
     def size(self) -> int:
         return len(self.rows) + len(self.partial) + len(self.deletes) + len(self.moves)
+
+    @property
+    def in_parts(self) -> bool:
+        return self.parts is not None
+
+    def touched(self) -> set[tuple]:
+        """Every key the batch writes, deletes, moves to or moves from."""
+        return (set(self.rows) | set(self.partial) | self.deletes | set(self.moves)
+                | {m.origin for m in self.moves.values()})
 
     def delete(self, key: tuple) -> None:
         self.fresh.discard(key)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from cdc_assets.core.batches import TableChanges
+from cdc_assets.core.batches import MovesAcrossParts, TableChanges
 from cdc_assets.core.events import RowChange, Transaction, TransactionPart
 from cdc_assets.core.tables import TableId
 
@@ -47,6 +47,7 @@ class TransactionInParts:
     def __init__(self, holding: bool) -> None:
         self.held: list[RowChange] | None = [] if holding else None
         self.tally = Tally(transactions=1)
+        self.moves = MovesAcrossParts()  # shared by the parts' batches (core/batches.py)
 
     @property
     def holding(self) -> bool:

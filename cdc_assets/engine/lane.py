@@ -138,7 +138,7 @@ class Lane:
             self._parts = TransactionInParts(holding)
         changes = self._parts.take(part)
         if changes is not None:
-            self.applier.apply_part(self.applier.prepare(changes, part.floor, in_parts=True), self._parts.tally)
+            self.applier.apply_part(self.applier.prepare(changes, part.floor, self._parts.moves), self._parts.tally)
 
     def _end_parts(self, tx: Transaction) -> None:
         parts = self._parts
@@ -150,7 +150,7 @@ class Lane:
             self.batch.add(self._keep(rest))
             self._flush()
             return
-        prepared = self.applier.prepare(self._keep(rest).changes, in_parts=True)
+        prepared = self.applier.prepare(self._keep(rest).changes, parts=parts.moves)
         self._parts = None
         self._commit(tx.end, prepared, parts.tally)
 

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from cdc_assets.core.batches import TableChanges, compact
+from cdc_assets.core.batches import MovesAcrossParts, TableChanges, compact
 from cdc_assets.core.events import RowChange
 from cdc_assets.core.positions import Position
 from cdc_assets.core.read_limit import ChangePacer
@@ -66,14 +66,16 @@ class TargetApplier:
         self._open: TargetTransaction | None = None  # a transaction in parts' target transaction
         self._in_flight: _InFlight | None = None
 
-    def prepare(self, changes: list[RowChange], floor: Position | None = None, in_parts: bool = False) -> Prepared:
-        """What needs no target. `floor`: a transaction part's, for changes not positioned yet."""
+    def prepare(self, changes: list[RowChange], floor: Position | None = None,
+                parts: MovesAcrossParts | None = None) -> Prepared:
+        """What needs no target. `floor`: a transaction part's, for changes not positioned yet; `parts`: of a
+        transaction in parts, what its parts share."""
         schemas, sink = self.checkpoint.schemas, self.rt.sink
         net = compact(changes, schemas)
         first = batch_start(changes, floor)
         for table, table_changes in net.items():
             table_changes.replaying_until = replaying_until(self.horizons, table, first)
-            table_changes.floor, table_changes.in_parts = floor, in_parts
+            table_changes.floor, table_changes.parts = floor, parts
             check_fit(sink, schemas[table], table_changes, changes, floor or self.checkpoint.position)
             sink.prepare_changes(schemas[table], table_changes)
         if self.pacer is not None:

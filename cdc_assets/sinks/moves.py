@@ -36,16 +36,21 @@ def plan_moves(cursor, schema: TableSchema, changes: TableChanges, marks: MoveMa
     move mark (`marks`) in the same transaction."""
     copies: dict[tuple, tuple] = {}
     updates: dict[tuple, dict] = {}
+    parts = changes.parts
+    if parts is not None:
+        _refilled_across_parts(schema, changes, url)
     if not changes.moves:
         return Moves(copies, updates)
     marked = marks.ready  # its table made by prepare_changes (a backfill prepares nothing)
     mark = marks.read(cursor, schema.table) if marked else None
+    if parts is not None:  # judged by the mark as the transaction found it (core.batches.MovesAcrossParts)
+        mark = parts.marks.setdefault(schema.table, mark)
     for new, move in changes.moves.items():  # rare (key changes of rows with TOASTed values): two queries each
         row = target_row(cursor, schema, move.origin)
         refilled = move.origin != new and (move.origin in changes.rows or move.origin in changes.moves)
         source = move_source(origin_held=row is not None, new_held=target_row(cursor, schema, new) is not None,
                              vacated=move.vacated, refilled=refilled,
-                             replaying=_superseded(move, changes.replaying_until),
+                             replaying=_superseded(move, changes.replaying_until, changes.floor),
                              applied=applied(mark, point_of(move.position, changes.floor)),
                              in_parts=changes.in_parts)
         if source is MoveSource.SUPERSEDED:
@@ -54,6 +59,8 @@ def plan_moves(cursor, schema: TableSchema, changes: TableChanges, marks: MoveMa
             raise _move_error(schema, new, move, source, changes.floor, url)
         if source is MoveSource.ORIGIN:
             copies[new] = row
+            if parts is not None and _superseded(move, changes.replaying_until, changes.floor):
+                parts.copied.setdefault(schema.table, set()).add(move.origin)
         updates[new] = move.columns
     points = [p for m in changes.moves.values() if (p := point_of(m.position, changes.floor)) is not None]
     after = newest(mark, points)
@@ -62,9 +69,33 @@ def plan_moves(cursor, schema: TableSchema, changes: TableChanges, marks: MoveMa
     return Moves(copies, updates)
 
 
-def _superseded(move, replaying_until) -> bool:
-    return (replaying_until is not None and move.position is not None
-            and not is_before(replaying_until, move.position))
+def _refilled_across_parts(schema: TableSchema, changes: TableChanges, url: DbUrl) -> None:
+    """A part that touches an old key an earlier part copied a moved row from, over a snapshot: the earlier
+    part may have copied the later row a split read there (`MoveSource.AMBIGUOUS`), so the transaction stops."""
+    copied = changes.parts.copied.get(schema.table)
+    if not copied:
+        return
+    again = copied & changes.touched()
+    if again:
+        key = min(again, key=repr)
+        raise MoveIncomplete(
+            f"cannot move rows of {schema.table} in a transaction handed out in parts, committed after "
+            f"{changes.floor}: an earlier part moved the row of key {key} away, replayed over the snapshot (at or "
+            f"before its high watermarks), and a later part fills that key again: the target's row under it on "
+            f"{url} may have been the moved row or the later one",
+            f"{REPLAN_HINT}; ALTER TABLE {schema.table} REPLICA IDENTITY FULL on the source makes the log carry "
+            "whole rows; a larger pipeline.transaction_part_events keeps such a transaction in one part")
+
+
+def _superseded(move, replaying_until, floor=None) -> bool:
+    """Is the move within the snapshot's replay (at or before the table's horizon)? A move of a transaction in
+    parts is not positioned until its commit, which lies somewhere after the floor: it may be within the replay
+    unless the floor is past the horizon already."""
+    if replaying_until is None:
+        return False
+    if move.position is not None:
+        return not is_before(replaying_until, move.position)
+    return floor is not None and is_before(floor, replaying_until)
 
 
 def _move_error(schema: TableSchema, new: tuple, move, source: MoveSource, floor, url: DbUrl) -> MoveIncomplete:

@@ -38,15 +38,13 @@ SEEDS = [
 # Seeds that stop loudly (documented): a PostgreSQL key move whose TOASTed text is unchanged, replayed onto a
 # target that already holds a later state where the batch cannot tell which row is the moved one (MoveIncomplete,
 # way out REPLICA IDENTITY FULL and a re-plan): 110, 148, 189, 204 postgres-postgres (a swap inside the snapshot's
-# log window, or after a kill); 12, 124, 150, 223 postgres-mysql (a transaction in parts replayed after a kill at
-# incremental.after_commit). Seeds whose zero date stops the task as mysql.md documents (`expected_stop`): 14 and
-# 22 mysql-mysql; 22, 30, 32, 37, 44, 54 mysql-postgres. Rerun one with `python -m cdc_assets_tests.adversary
-# --seed N --scenarios 1 --direction D --confirm`.
-# Seeds that stop with MoveIncomplete "applied the move before (a replay after a crash)" where nothing was
-# replayed: a transaction handed out in parts moves rows of one table (unchanged TOASTed text) in two parts, and
-# the later part takes the move mark the earlier one wrote in the same target transaction (sinks/moves.py) for a
-# previous application's: 20 postgres-postgres and postgres-mysql (on the sync after a caught-up one); 11
-# postgres-mysql and postgres-three; 12 postgres-three (as 12 postgres-mysql).
+# log window, or after a kill); 150, 223 postgres-mysql (223: a swap in a transaction handed out in parts, within
+# the snapshot's replay). 148 passes when the snapshot read its table before the swap. Seeds whose zero date stops
+# the task as mysql.md documents (`expected_stop`): 14 and 22 mysql-mysql; 22, 30, 32, 37, 44, 54 mysql-postgres.
+# Rerun one with `python -m cdc_assets_tests.adversary --seed N --scenarios 1 --direction D --confirm`.
+# Seeds that once stopped with a false MoveIncomplete (a later part of a transaction in parts took the move mark its
+# earlier part wrote for a previous application's) and now pass: 20 postgres-postgres and postgres-mysql; 11, 12
+# and 124 postgres-mysql; 11 and 12 postgres-three.
 
 
 @pytest.mark.parametrize("seed, direction", SEEDS)

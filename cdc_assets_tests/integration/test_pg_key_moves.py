@@ -182,7 +182,7 @@ def snapshot_task(request, servers, unique_name, tmp_path, spark):
         else:
             tgt = servers.mariadb.connect()
 
-        def make(transactions: list[str]) -> TaskRuntime:
+        def make(transactions: list[str], pipeline: dict | None = None) -> TaskRuntime:
             def during_the_read(ids: list[str]) -> None:
                 if transactions:  # once: the table is one split
                     run(src, *[t.format(ns=ns) for t in transactions])
@@ -191,7 +191,7 @@ def snapshot_task(request, servers, unique_name, tmp_path, spark):
             config = config_for(tmp_path, servers, task_id=unique_name, source="postgres", source_db=unique_name,
                                 tables=[f"{ns}.t"], target=kind, target_db=target_db,
                                 pipeline={"startup_mode": "initial", "checkpoint_interval_secs": 600,
-                                          "max_batch_delay_ms": 60_000})
+                                          "max_batch_delay_ms": 60_000, **(pipeline or {})})
             rt = TaskRuntime(config, hooks=PhaseHooks(after_low=during_the_read))
             rt.adopt_spark(spark)
             runtimes.append(rt)
@@ -235,12 +235,29 @@ def test_a_move_over_a_snapshot_that_cannot_tell_its_old_keys_row_stops_naming_t
     assert rt.resumer.checkpoint() is None  # nothing applied, nothing skipped
 
 
-# Open: the second part takes the mark its own transaction's first part wrote (in the same open target transaction)
-# for a move applied before, and stops with MoveIncomplete. Judging later parts by the mark as the transaction found
-# it ends this false stop but turns a key swap whose moves land in different parts into a silent
-# divergence (adversary seeds 148 postgres-postgres, 223 postgres-mysql): the fix needs the whole transaction's
-# view of the keys it vacates and refills, not one part's.
-@pytest.mark.xfail(strict=True, raises=MoveIncomplete, reason="a false MoveIncomplete on a first application: open")
+def test_a_swap_whose_moves_land_in_different_parts_over_a_snapshot_stops_before_committing(snapshot_task):
+    """The first part moves key 1 away, copying the target's row under it; a later part fills key 1 again. Over
+    a snapshot that read after the swap, the row copied was the later one: the part cannot know that when it copies,
+    the later part can, and the transaction stops with nothing of it committed."""
+    make, src, tgt, ns, target_table = snapshot_task
+    filler = "UPDATE {ns}.t SET n = n + 1 WHERE id = 100"
+    rt = make([f"INSERT INTO {{ns}}.t VALUES (2, '{BIG[::-1]}', 0)",
+               # parts of 3: (move 1 -> 50, filler, filler), (move 2 -> 1, filler, filler), the end (move 50 -> 2)
+               "; ".join(["UPDATE {ns}.t SET id = 50 WHERE id = 1", filler, filler,
+                          "UPDATE {ns}.t SET id = 1 WHERE id = 2", filler, filler,
+                          "UPDATE {ns}.t SET id = 2 WHERE id = 50"])],
+              {"transaction_part_events": 3})
+
+    with pytest.raises(MoveIncomplete, match=rf"{ns}\.t in a transaction handed out in parts.*key \(1,\).*fills that "
+                                             "key again.*REPLICA IDENTITY FULL"):
+        sync(rt, until_caught_up=True)
+
+    # Nothing of the swap committed: the target holds the keys as the insert before it left them.
+    assert [r[0] for r in fetch_rows(tgt, target_table, "id")] == [1, 2, 100]
+
+
+# The second part must judge its moves by the mark as the transaction found it, not by the one its own first part
+# wrote in the same open target transaction (core.batches.MovesAcrossParts).
 @pytest.mark.parametrize("kind", ["postgres", "mysql"])
 def test_moves_in_two_parts_of_one_transaction_are_both_applied_the_first_time(servers, unique_name, tmp_path, kind):
     """A transaction handed out in parts moves two rows in different parts: the second part must not take the
@@ -254,6 +271,24 @@ def test_moves_in_two_parts_of_one_transaction_are_both_applied_the_first_time(s
         # parts of 3: (move 1 -> 11, 100, 101), (102, move 2 -> 12, 103), then the end (104, 105)
         run(src, ";".join([f"UPDATE {ns}.t SET id = 11 WHERE id = 1", *bump[:3],  # doc unchanged: a move
                            f"UPDATE {ns}.t SET id = 12 WHERE id = 2", *bump[3:]]))
+
+        sync(rt, until_caught_up=True)
+
+        assert_same(made)
+
+
+@pytest.mark.parametrize("kind", ["postgres", "mysql"])
+def test_a_rotation_of_keys_whose_moves_land_in_different_parts_ends_right(servers, unique_name, tmp_path, kind):
+    """Adversary seed 148 (postgres-postgres): 16 -> 43, 3 -> 16 in one part, 43 -> 3 in the next. The second
+    part's move goes to a key the first part vacated: its new key must not be taken for the target's own row."""
+    with key_move_task(servers, unique_name, tmp_path, kind, {"transaction_part_events": 2}) as made:
+        rt, src, _, ns, _ = made
+        run(src, f"INSERT INTO {ns}.t VALUES (16, '{BIG}', 0), (3, '{BIG[::-1]}', 0), (5, '{BIG[:70_000]}', 0), "
+                 "(100, 'small', 0)")
+        sync(rt, until_caught_up=True)
+        run(src, ";".join([f"UPDATE {ns}.t SET id = 43 WHERE id = 16", f"UPDATE {ns}.t SET id = 16 WHERE id = 3",
+                           f"UPDATE {ns}.t SET id = 3 WHERE id = 43", f"UPDATE {ns}.t SET id = 44 WHERE id = 5",
+                           f"UPDATE {ns}.t SET n = n + 1 WHERE id = 100"]))
 
         sync(rt, until_caught_up=True)
 

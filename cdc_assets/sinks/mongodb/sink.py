@@ -5,7 +5,7 @@ document keyed by `_id` (`documents.py`), staging collections written inside Spa
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, NoReturn
 
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
@@ -169,6 +169,12 @@ class MongoSink:
                    source_keys: list[tuple]) -> list[tuple]:
         raise CdcError(f"verification of {schema.table} is not supported for a MongoDB target yet",
                        "compare counts by hand (db.collection.countDocuments), or re-snapshot the table")
+
+    def repair_transaction(self, schema: TableSchema, ranges) -> NoReturn:
+        raise NotImplementedError("repairs_lock_free is False: the repair holds the range on the source")
+
+    def keep_rows(self, tx, schema: TableSchema, keys: set[tuple], ranges) -> NoReturn:
+        raise NotImplementedError("repairs_lock_free is False: the repair holds the range on the source")
 
     def close(self) -> None:
         self.client.close()
