@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from cdc_assets_tests.adversary.faults import TargetAway
+from cdc_assets_tests.adversary.faults import PostgresTargetAway, TargetAway
 from cdc_assets_tests.adversary.kinds import BY_NAME, KINDS
 from cdc_assets_tests.adversary.oracle import differences
 from cdc_assets_tests.adversary.runner import Servers, run
@@ -81,6 +81,22 @@ def test_the_policy_says_which_target_may_fall_behind():
     assert TargetAway().applies(replace(scenario, commit_policy="all"))
     assert not TargetAway().applies(replace(scenario, commit_policy="quorum(2)"))
     assert TargetAway().applies(replace(scenario, direction="mysql-three", commit_policy="quorum(2)"))
+
+
+def test_the_new_faults_come_only_when_asked_and_leave_the_rest_of_the_scenario_as_it_was():
+    for direction in ("mysql-postgres", "postgres-postgres", "mysql-three"):
+        plain, both = build(3, direction), build(3, direction, away_pg=True, restart=True)
+        assert [f for f in both.faults if f.kind not in ("target_away_pg", "restart")] == list(plain.faults)
+        assert both.tables == plain.tables and both.during_log == plain.during_log
+        assert "restart" in {f.kind for f in both.faults}
+    assert "target_away_pg" in {f.kind for f in build(3, "mysql-postgres", away_pg=True).faults}
+    assert "target_away_pg" not in {f.kind for f in build(3, "mysql-mysql", away_pg=True).faults}
+    # pg_a, the first target, on the terms of maria: behind a PostgreSQL source only when the policy needs it
+    scenario = build(1, "postgres-three")
+    assert PostgresTargetAway().applies(replace(scenario, commit_policy="all"))
+    assert not PostgresTargetAway().applies(replace(scenario, commit_policy="quorum(2)"))
+    (_, first), (_, second) = build(3, "mysql-three", away_pg=True).segments()
+    assert "target_away_pg" in {f.kind for f in first + second}
 
 
 def test_a_reset_replays_or_moves_nothing_and_goes_back_only_in_the_second_segment():
