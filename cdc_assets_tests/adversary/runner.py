@@ -308,6 +308,7 @@ def _apply(fault, path: Path, env: dict, result: Outcome, servers: Servers) -> b
     kind = FAULTS[fault.kind]
     status, out = kind.apply(fault, path, env, servers) if fault.kind in AWAY else kind.apply(fault, path, env)
     left = " (the others went on without it)" if fault.kind in AWAY and OUT_OF_SESSION.search(out) else ""
+    left += " (it reconnected)" if fault.kind in AWAY and "; reconnecting in " in out else ""
     result.faults.append(f"{fault.describe()} {status}{left}" + (f": {out[:200]}" if status == "gave_up" else ""))
     return _step(fault.describe(), (status, out), result)
 
