@@ -178,9 +178,9 @@ def _segment(scenario: Scenario, servers: Servers, ns: str, src, path: Path, env
         writer.join()
     if any(f.kind == RESTART for f in faults):
         src.reopen()
-        if writer.retried:
-            result.timing.append(f"segment {number}: the application ran {writer.retried} transactions again after "
-                                 "the restart")
+        restarted = [i for i, f in enumerate(result.faults) if f.startswith(f"{RESTART}(")]
+        if writer.retried and restarted:
+            result.faults[restarted[-1]] += f" (the application ran {writer.retried} transactions again)"
     if not applied or _failed(writer, result):
         return False
     if not _step(f"sync at quiet point {number}", outcome(run_cli(path, env, "sync", "--until-caught-up")), result):
