@@ -48,7 +48,6 @@ def sync(rt: TaskRuntime, *, until_caught_up: bool = False, stop: threading.Even
     lease (no savepoint command runs meanwhile); each lane first finishes an interrupted savepoint rollback of
     its target (engine/lane.py)."""
     with task_lease(rt, doing="sync"), applying_the_log():
-        check_capture(rt)
         return _sync(rt, until_caught_up, stop, on_batch)
 
 
@@ -60,9 +59,13 @@ def _sync(rt: TaskRuntime, until_caught_up: bool, stop: threading.Event | None,
     started = time.monotonic()
     until: Position | None = None
     failures = 0
+    checked = False  # the source's capture settings, at the start and after each reconnect (a restart may change them)
     while not stop.is_set():
         progress = report.events + report.batches
         try:
+            if not checked:
+                check_capture(rt)
+                checked = True
             if until_caught_up and until is None:
                 until = rt.source.current_position()
             _Session(rt, report, stop, on_batch).run(until)
@@ -84,6 +87,7 @@ def _sync(rt: TaskRuntime, until_caught_up: bool, stop: threading.Event | None,
             log.warning("%s; reconnecting in %.1f s (attempt %d of %d)", unreachable, wait, failures,
                         pipeline.max_retries)
             report.retries += 1
+            checked = False
             rt.reconnect()
             stop.wait(wait)
     else:
