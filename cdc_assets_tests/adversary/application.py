@@ -6,15 +6,12 @@ import threading
 import time
 import uuid
 
-import psycopg2
-import pymysql
-
+from cdc_assets.engine.target_down import connection_lost
 from cdc_assets_tests.adversary.kinds import MYSQL
 
 LEDGER = "adv_ledger"  # not captured: which of a writer's transactions committed, for the retry after a restart
-# What a restarting server does to a session: the connection dropped, refused, or closed under it.
-LOST = (pymysql.err.OperationalError, pymysql.err.InterfaceError, psycopg2.OperationalError, psycopg2.InterfaceError)
 RECONNECT_WITHIN = 120.0  # seconds a restarted source has to answer again before the workload fails
+ATTEMPTS = 5  # runs of one transaction, each broken by a lost connection, before the workload fails
 
 
 def q(engine: str, name: str) -> str:
@@ -66,12 +63,12 @@ class Writer(threading.Thread):
         try:
             conn = self._open()
             for number, tx in enumerate(self.transactions):
-                while True:
+                for attempt in range(1, ATTEMPTS + 1):
                     try:
                         self._transaction(conn, number, tx)
                         break
-                    except LOST:
-                        if not self.ledger:
+                    except Exception as exc:
+                        if not self.ledger or attempt == ATTEMPTS or connection_lost(exc) is None:
                             raise
                         conn, committed = self._after_loss(conn, number)
                         if committed:
@@ -111,9 +108,9 @@ class Writer(threading.Thread):
                 with conn.cursor() as cur:
                     cur.execute(f"SELECT 1 FROM {self.ledger} WHERE k = '{self.tag}:{number}'")
                     return conn, cur.fetchone() is not None
-            except LOST:
+            except Exception as exc:
                 _close(conn)
-                if time.monotonic() > deadline:
+                if time.monotonic() > deadline or connection_lost(exc) is None:
                     raise
                 time.sleep(0.5)
 
