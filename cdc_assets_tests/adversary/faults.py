@@ -253,7 +253,8 @@ class SourceRestart(PostgresTargetAway):
         return True
 
     def draw(self, rng: random.Random, scenario) -> Injected:
-        return Injected(self.name, "", rng.randint(1, 5), rng.uniform(1.0, 5.0))
+        # Early, while the application still writes: from the sync's start (its first connections) to its batches.
+        return Injected(self.name, "", rng.randint(1, 5), rng.uniform(0.5, 2.5))
 
     def go(self, servers, config) -> None:
         _source_server(servers, config).stop()
