@@ -2,7 +2,8 @@
 parameters from the seed (`draw`) and applied by running the task's CLI (`apply`), which reports what happened:
 "killed" (SIGKILL landed), "passed" (the process ended before the fault could land), "stopped" (it exited with an
 error of its own: a loud stop, with its output), "refused" (SIGTERM was not honoured with a clean exit, 143), or
-"gave_up" (a loud stop the fault allows: the target went away; the scenario goes on).
+"gave_up" (a loud stop the fault allows: a target went away or the source restarted; after the last two, only a stop
+whose error says what to do; the scenario goes on).
 
 A crash point is a place in the code named by `crash_point(...)` (cdc_assets/engine/faults.py); `:n` kills on
 the n-th pass. To add a fault: a class with `name`, `phase` ("snapshot" or "log"), `applies(scenario)`, `draw`
@@ -180,9 +181,13 @@ class TargetAway:
     def apply(self, fault: Injected, config, env: dict, servers=None) -> tuple[str, str]:
         proc = run_cli(config, env, "sync")
         time.sleep(fault.delay)
-        self.go(servers, config)
-        time.sleep(fault.nth)
-        self.back(servers, config)
+        try:
+            self.go(servers, config)
+            time.sleep(fault.nth)
+            self.back(servers, config)
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise
         for wait in (0.0, 3.0):  # then room to reconnect and apply a batch
             time.sleep(wait)
             if proc.poll() is not None:
