@@ -46,7 +46,8 @@ SEEDS = [
 # replayed: a transaction handed out in parts moves rows of one table (unchanged TOASTed text) in two parts, and
 # the later part takes the move mark the earlier one wrote in the same target transaction (sinks/moves.py) for a
 # previous application's: 20 postgres-postgres and postgres-mysql (on the sync after a caught-up one); 11
-# postgres-mysql and postgres-three; 12 postgres-three (as 12 postgres-mysql).
+# postgres-mysql and postgres-three; 12 postgres-three (as 12 postgres-mysql); 5 postgres-postgres (the first log
+# sync, stopped by SIGTERM).
 
 
 # Seeds run with a fault only a flag asks for (`--target-away-pg`, `--restart`), by build()'s keyword for it.
