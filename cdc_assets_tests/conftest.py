@@ -53,7 +53,11 @@ def servers():
     base_dir = Path(tempfile.mkdtemp(prefix="cdc-test-servers-"))
     try:
         with running_servers(base_dir) as (mariadb, postgres):
-            yield Servers(mariadb, postgres, base_dir)
+            try:
+                yield Servers(mariadb, postgres, base_dir)
+            finally:
+                for server in (postgres, mariadb):  # a source restart gave it a pid servers.json does not hold
+                    server.stop()
     finally:
         shutil.rmtree(base_dir, ignore_errors=True)
 

@@ -7,7 +7,8 @@ crash can neither apply a batch twice nor lose one; with another resumer, a cras
 batch, which the upsert makes harmless (at-least-once, exact final state).
 
 A sync is a loop of sessions (one reader connection each): a schema change, a table joining, or a target that
-answers again ends one with `Restart`, an unreachable source or target with a retry after a backoff. A session
+answers again ends one with `Restart`, an unreachable source or target, or a connection lost on the way, with a
+retry after a backoff. A session
 reads from the earliest lane's checkpoint and hands each item to every lane still applying
 (engine/target_lanes.py); a lane (engine/lane.py) skips what its target holds (core/skip_filter.py), batches,
 and hands its commits to its target applier (engine/target_applier.py). The log is released up to the earliest
@@ -33,6 +34,7 @@ from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.savepoints import task_lease
 from cdc_assets.engine.schema_follower import Restart
 from cdc_assets.engine.sync_report import SyncReport, measure_lag, sum_up
+from cdc_assets.engine.target_down import connection_lost
 from cdc_assets.errors import UnreachableError
 
 __all__ = ["SyncReport", "sync"]
@@ -46,7 +48,6 @@ def sync(rt: TaskRuntime, *, until_caught_up: bool = False, stop: threading.Even
     lease (no savepoint command runs meanwhile); each lane first finishes an interrupted savepoint rollback of
     its target (engine/lane.py)."""
     with task_lease(rt, doing="sync"), applying_the_log():
-        check_capture(rt)
         return _sync(rt, until_caught_up, stop, on_batch)
 
 
@@ -58,9 +59,13 @@ def _sync(rt: TaskRuntime, until_caught_up: bool, stop: threading.Event | None,
     started = time.monotonic()
     until: Position | None = None
     failures = 0
+    checked = False  # the source's capture settings, at the start and after each reconnect (a restart may change them)
     while not stop.is_set():
         progress = report.events + report.batches
         try:
+            if not checked:
+                check_capture(rt)
+                checked = True
             if until_caught_up and until is None:
                 until = rt.source.current_position()
             _Session(rt, report, stop, on_batch).run(until)
@@ -68,13 +73,21 @@ def _sync(rt: TaskRuntime, until_caught_up: bool, stop: threading.Event | None,
             break
         except Restart:
             continue
-        except UnreachableError as exc:
+        except Exception as exc:
+            # A server that ended our session (restarted, failed over) is one that did not answer: retried alike.
+            unreachable = exc if isinstance(exc, UnreachableError) else connection_lost(exc)
+            if unreachable is None:
+                raise
             failures = 1 if report.events + report.batches > progress else failures + 1
             if failures > pipeline.max_retries:
-                raise
+                if unreachable is exc:
+                    raise
+                raise unreachable from exc
             wait = pipeline.retry_backoff_secs * 2 ** (failures - 1)
-            log.warning("%s; reconnecting in %.1f s (attempt %d of %d)", exc, wait, failures, pipeline.max_retries)
+            log.warning("%s; reconnecting in %.1f s (attempt %d of %d)", unreachable, wait, failures,
+                        pipeline.max_retries)
             report.retries += 1
+            checked = False
             rt.reconnect()
             stop.wait(wait)
     else:

@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any, Callable, TypeVar
 
 from cdc_assets.core.urls import mask
-from cdc_assets.errors import CdcError, UnreachableError
+from cdc_assets.errors import NETWORK_HINT, CdcError, UnreachableError
 
 _DRIVERS = ("psycopg2", "pymysql", "pymongo", "MySQLdb")
 T = TypeVar("T")
+# Server shutdown, connection killed, lock wait timeout, deadlock; cannot connect, server gone, lost during a query,
+# lost while reading, disconnected for inactivity.
+MYSQL_LOST = frozenset({1053, 1927, 1205, 1213, 2003, 2006, 2013, 2055, 4031})
 
 
 def target_down(exc: BaseException) -> bool:
@@ -23,6 +26,21 @@ def target_down(exc: BaseException) -> bool:
     return type(exc).__module__.split(".")[0] in _DRIVERS or any(
         marker in text for marker in ("Connection refused", "connection to server", "Communications link failure",
                                       "server closed the connection", "Could not connect", "Connection reset"))
+
+
+def connection_lost(exc: BaseException) -> UnreachableError | None:
+    """A driver's error for a session the server ended or a connection that broke, as the UnreachableError the sync
+    retries; None for any other error (a change refused, a bug). PyMySQL and MySQLdb raise most server errors as
+    OperationalError: for them only the codes in MYSQL_LOST count."""
+    driver = type(exc).__module__.split(".")[0]
+    names = {c.__name__ for c in type(exc).__mro__}
+    if isinstance(exc, (ConnectionError, TimeoutError)) or "InterfaceError" in names and driver in _DRIVERS:
+        broken = True
+    elif driver in ("pymysql", "MySQLdb"):
+        broken = "OperationalError" in names and bool(exc.args) and exc.args[0] in MYSQL_LOST
+    else:
+        broken = driver == "psycopg2" and "OperationalError" in names
+    return UnreachableError(f"lost a connection: {one_line(exc)}", NETWORK_HINT) if broken else None
 
 
 def one_line(exc: BaseException) -> str:

@@ -1,4 +1,5 @@
-"""`python -m cdc_assets_tests.adversary --seed N --scenarios K [--direction D] [--reset] [--shrink]`: runs the scenarios
+"""`python -m cdc_assets_tests.adversary --seed N --scenarios K [--direction D] [--reset] [--target-away-pg]
+[--restart] [--shrink]`: runs the scenarios
 of seeds N..N+K-1 on private servers started in a temp dir (stopped at the end), prints each outcome and a
 summary; a failing seed is printed with the command that reruns it. Exit status 1 when any scenario failed."""
 from __future__ import annotations
@@ -40,6 +41,8 @@ def private_servers():
                     spark.stop()  # after a SIGTERM its JVM may be gone already, and stop() raises
                 finally:
                     target.stop()
+                    for server in (postgres, mariadb):  # a source restart gave it a pid servers.json does not hold
+                        server.stop()
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -53,6 +56,11 @@ def main(argv: list[str] | None = None) -> int:
                         "the single-target ones; mysql-three and postgres-three write three targets at once)")
     p.add_argument("--reset", action="store_true",
                    help="give every scenario a reset fault (default: the seeds that draw one have it)")
+    p.add_argument("--target-away-pg", action="store_true",
+                   help="give every scenario with a PostgreSQL target it can be drawn for a PostgreSQL target away "
+                        "(its database closed to connections and opened again; default: never)")
+    p.add_argument("--restart", action="store_true",
+                   help="give every scenario a source restart while a sync runs (default: never)")
     p.add_argument("--shrink", action="store_true", help="reduce a failing seed to fewer rows and transactions")
     p.add_argument("--confirm", action="store_true", help="rerun a failing seed once: a pass says timing made it flaky")
     p.add_argument("--describe", action="store_true", help="print the scenarios without running them")
@@ -60,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the private servers are stopped
     seeds = range(args.seed, args.seed + args.scenarios)
-    scenarios = [build(s, d, reset=args.reset or None) for s in seeds for d in (args.direction or [None])]
+    scenarios = [build(s, d, reset=args.reset or None, away_pg=args.target_away_pg, restart=args.restart) for s in seeds for d in (args.direction or [None])]
     if args.describe or args.script:
         print("\n".join(s.script() if args.script else s.describe() for s in scenarios))
         return 0
@@ -81,11 +89,17 @@ def main(argv: list[str] | None = None) -> int:
                       "watermarks and the faults; see the timing lines)"), flush=True)
             if outcome.status not in GOOD:
                 print(f"    rerun: python -m cdc_assets_tests.adversary --seed {scenario.seed} --scenarios 1 "
-                      f"--direction {scenario.direction}", flush=True)
+                      f"--direction {scenario.direction}{rerun_flags(scenario)}", flush=True)
                 if args.shrink:
                     print("shrunk to:\n" + shrink(scenario, outcome, servers).script(), flush=True)
     print(summary(outcomes, time.monotonic() - started))
     return 1 if any(o.status not in GOOD for o in outcomes) else 0
+
+
+def rerun_flags(scenario) -> str:
+    """The flags that gave the scenario a fault its seed alone does not draw."""
+    flags = {"target_away_pg": " --target-away-pg", "restart": " --restart"}
+    return "".join(flags[f.kind] for f in scenario.faults if f.kind in flags)
 
 
 def summary(outcomes, seconds: float) -> str:

@@ -2,7 +2,8 @@
 parameters from the seed (`draw`) and applied by running the task's CLI (`apply`), which reports what happened:
 "killed" (SIGKILL landed), "passed" (the process ended before the fault could land), "stopped" (it exited with an
 error of its own: a loud stop, with its output), "refused" (SIGTERM was not honoured with a clean exit, 143), or
-"gave_up" (a loud stop the fault allows: the target went away; the scenario goes on).
+"gave_up" (a loud stop the fault allows: a target went away or the source restarted; after the last two, only a stop
+whose error says what to do; the scenario goes on).
 
 A crash point is a place in the code named by `crash_point(...)` (cdc_assets/engine/faults.py); `:n` kills on
 the n-th pass. To add a fault: a class with `name`, `phase` ("snapshot" or "log"), `applies(scenario)`, `draw`
@@ -16,6 +17,10 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+import yaml
 
 from cdc_assets.engine.faults import ENV as CRASH_ENV
 from cdc_assets_tests.adversary.targets import tolerates
@@ -24,6 +29,8 @@ from cdc_assets_tests.support import cli_command
 TIMEOUT = 300
 SAVEPOINT = "savepoint"
 RESET = "reset"
+RESTART = "restart"
+AWAY = ("target_away", "target_away_pg", RESTART)  # a server or database gone and back while a sync runs
 
 
 @dataclass(frozen=True)
@@ -37,8 +44,8 @@ class Injected:
     def describe(self) -> str:
         if self.kind == SAVEPOINT:
             return f"savepoint({self.point}:{self.nth}" + (f" {self.delay:.1f}s)" if self.delay else ")")
-        if self.kind == "target_away":
-            return f"target_away({self.delay:.1f}s, away {self.nth}s)"
+        if self.kind in AWAY:
+            return f"{self.kind}({self.delay:.1f}s, away {self.nth}s)"
         return f"{self.kind}({self.point}:{self.nth})" if self.point else f"{self.kind}({self.delay:.1f}s)"
 
 
@@ -154,7 +161,7 @@ class TargetAway:
     """The MySQL target server stopped while a `sync` follows the log, started again `nth` seconds later (same port,
     same data), then the sync stopped with SIGTERM. It may resume ("killed": SIGTERM honoured) or stop loudly by
     itself ("gave_up", with its last line); either way the next sync must end equal. Drawn apart from FAULTS, from
-    the second stream (scenario.py), only with a MySQL target: PostgreSQL targets share the source's server. With
+    the second stream (scenario.py), only with a MySQL target (a PostgreSQL one: PostgresTargetAway). With
     three targets it is `maria`: one the commit policy may do without (the others go on and it catches up from its
     own checkpoint) or one it needs (the sync stops). Not an optional one behind a PostgreSQL source: the slot
     moves on without it, and several-targets.md documents it as lost."""
@@ -174,19 +181,106 @@ class TargetAway:
     def apply(self, fault: Injected, config, env: dict, servers=None) -> tuple[str, str]:
         proc = run_cli(config, env, "sync")
         time.sleep(fault.delay)
-        servers.mysql_target.stop()
-        time.sleep(fault.nth)
-        servers.mysql_target.start()
-        if proc.poll() is not None:
-            status, out = outcome(proc)
-            return ("gave_up", out.strip().splitlines()[-1] if out.strip() else "") if status == "stopped" else (status, out)
-        time.sleep(3.0)  # room to reconnect and apply a batch
-        if proc.poll() is not None:
-            status, out = outcome(proc)
-            return ("gave_up", out.strip().splitlines()[-1] if out.strip() else "") if status == "stopped" else (status, out)
+        try:
+            self.go(servers, config)
+            time.sleep(fault.nth)
+            self.back(servers, config)
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise
+        for wait in (0.0, 3.0):  # then room to reconnect and apply a batch
+            time.sleep(wait)
+            if proc.poll() is not None:
+                status, out = outcome(proc)
+                return self.stopped(out) if status == "stopped" else (status, out)
         os.killpg(proc.pid, signal.SIGTERM)
         status, out = outcome(proc, timeout=120)
         return ("killed", out) if proc.returncode == 128 + signal.SIGTERM else (status, out)
+
+    def go(self, servers, config) -> None:
+        servers.mysql_target.stop()
+
+    def back(self, servers, config) -> None:
+        servers.mysql_target.start()
+
+    def stopped(self, out: str) -> tuple[str, str]:
+        """A sync that stopped by itself: "gave_up" with its last line when the stop is one the fault allows."""
+        return "gave_up", out.strip().splitlines()[-1] if out.strip() else ""
+
+
+class PostgresTargetAway(TargetAway):
+    """A PostgreSQL target away without a server of its own: its database closed to connections (`ALLOW_CONNECTIONS
+    false`) and its sessions ended (`pg_terminate_backend`), from the server's `postgres` database, then opened again
+    `nth` seconds later. The single target into PostgreSQL, where the sync retries with backoff
+    (`pipeline.max_retries`) and otherwise stops with the unreachable target named; or `pg_a` of three, the first
+    target (it keeps the task's own position keys), on the same terms as `maria` in TargetAway. Drawn only with
+    `--target-away-pg` (scenario.py), so that the seeds drawn before it keep their scenario."""
+    name = "target_away_pg"
+
+    def applies(self, scenario) -> bool:
+        away = [t for t in scenario.targets if t.engine == "postgres"][:1]
+        return bool(away) and (scenario.source == "mysql" or
+                               not tolerates(scenario.commit_policy, scenario.targets, away[0].name))
+
+    def go(self, servers, config) -> None:
+        database = _first_postgres_target(config)
+        conn = servers.postgres.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f'ALTER DATABASE "{database}" WITH ALLOW_CONNECTIONS false')
+                cur.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (database,))
+        finally:
+            conn.close()
+
+    def back(self, servers, config) -> None:
+        conn = servers.postgres.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f'ALTER DATABASE "{_first_postgres_target(config)}" WITH ALLOW_CONNECTIONS true')
+        finally:
+            conn.close()
+
+    def stopped(self, out: str) -> tuple[str, str]:
+        """Only a stop that says what to do (`error: ... -- <hint>`) is allowed; any other is a finding."""
+        said = [line for line in out.strip().splitlines() if line.startswith("error: ") and " -- " in line]
+        return ("gave_up", said[-1]) if said else ("stopped", out[-3000:])
+
+
+class SourceRestart(PostgresTargetAway):
+    """The source server shut down while a `sync` follows the log and the application writes, started again `nth`
+    seconds later on the same port with the same data (on PostgreSQL the server of the PostgreSQL targets too).
+    The sync reconnects (retried with backoff) or stops saying what to do; the application reconnects and runs
+    again a transaction the restart broke, never one that committed (application.py). Drawn only with
+    `--restart` (scenario.py)."""
+    name = RESTART
+
+    def applies(self, scenario) -> bool:
+        return True
+
+    def draw(self, rng: random.Random, scenario) -> Injected:
+        # Early, while the application still writes: from the sync's start (its first connections) to its batches.
+        return Injected(self.name, "", rng.randint(1, 5), rng.uniform(0.5, 2.5))
+
+    def go(self, servers, config) -> None:
+        _source_server(servers, config).stop()
+
+    def back(self, servers, config) -> None:
+        _source_server(servers, config).start()
+
+
+def _task_file(config) -> dict:
+    return yaml.safe_load(Path(config).read_text())
+
+
+def _first_postgres_target(config) -> str:
+    raw = _task_file(config)
+    entries = raw.get("targets") or [raw["target"]]
+    url = next(e["url"] for e in entries if e["db_type"] == "postgres")
+    return urlparse(url).path.lstrip("/")
+
+
+def _source_server(servers, config):
+    return servers.mariadb if _task_file(config)["source"]["db_type"] == "mysql" else servers.postgres
 
 
 class Reset:
@@ -219,4 +313,4 @@ def savepoint_name(fault: Injected) -> str:
 
 
 FAULTS = [CrashPoint(), SnapshotCrashPoint(), RandomKill(), Terminate()]
-BY_NAME = {f.name: f for f in [*FAULTS, Savepoint(), TargetAway(), Reset()]}
+BY_NAME = {f.name: f for f in [*FAULTS, Savepoint(), TargetAway(), PostgresTargetAway(), SourceRestart(), Reset()]}

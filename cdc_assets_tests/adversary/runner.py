@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -15,7 +14,9 @@ from cdc_assets.config import load_config
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
-from cdc_assets_tests.adversary.faults import BY_NAME as FAULTS, RESET, SAVEPOINT, outcome, run_cli, savepoint_name
+from cdc_assets_tests.adversary.application import LEDGER, Source, Writer, ledger_ddl, q
+from cdc_assets_tests.adversary.faults import (AWAY, BY_NAME as FAULTS, RESET, RESTART, SAVEPOINT, outcome, run_cli,
+                                               savepoint_name)
 from cdc_assets_tests.adversary.kinds import MYSQL, POSTGRES
 from cdc_assets_tests.adversary.oracle import CheckpointWatch, checkpoints, differences, texts
 from cdc_assets_tests.adversary.rewind import reset_at_quiet_point
@@ -53,31 +54,6 @@ class Outcome:
                 ("".join(f"\n    timing: {t}" for t in self.timing) if self.status != "pass" else ""))
 
 
-class Writer(threading.Thread):
-    """The application: runs its transactions in order, a pause between them."""
-
-    def __init__(self, conn, transactions, session=(), pause: float = 0.03) -> None:
-        super().__init__(daemon=True)
-        self.conn, self.transactions, self.pause, self.session = conn, transactions, pause, session
-        self.error: str = ""
-        self.done = 0  # transactions committed so far
-
-    def run(self) -> None:
-        try:
-            with self.conn.cursor() as cur:
-                for statement in self.session:
-                    cur.execute(statement)
-                for tx in self.transactions:
-                    cur.execute("BEGIN")
-                    for statement in tx:
-                        cur.execute(statement)
-                    cur.execute("COMMIT")
-                    self.done += 1
-                    time.sleep(self.pause)
-        except Exception as exc:  # noqa: BLE001 - reported as a harness error with the statement's error
-            self.error = f"the workload failed: {exc}"
-
-
 def renamed(statements, old: str, new: str):
     return [s.replace(f"`{old}`", f"`{new}`").replace(f'"{old}"', f'"{new}"') for s in statements]
 
@@ -99,13 +75,15 @@ def run(scenario: Scenario, servers: Servers) -> Outcome:
     return result
 
 
-def _source(scenario: Scenario, servers: Servers, ns: str):
+def _source(scenario: Scenario, servers: Servers, ns: str) -> Source:
     server = servers.mariadb if scenario.source == MYSQL else servers.postgres
     server.create_database(ns)
-    conn = server.connect(ns)
+    conn = Source(server, ns)
     with conn.cursor() as cur:
         if scenario.source == POSTGRES:
             cur.execute(f'CREATE SCHEMA "{ns}"')
+        if _restarts(scenario):  # before the task's log starts: its CREATE TABLE is no change the sync sees
+            cur.execute(ledger_ddl(scenario.source, ns))
         for table in scenario.tables:
             for statement in table.ddl(scenario.source, ns):
                 cur.execute(statement)
@@ -146,8 +124,7 @@ def _run(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome) ->
     config = load_config(path)
     env = {**os.environ, "DAGSTER_HOME": str(path.parent / "dagster_home")}
     server = servers.mariadb if scenario.source == MYSQL else servers.postgres
-    writer = Writer(server.connect(ns), [renamed(tx, scenario.namespace, ns) for tx in scenario.during_snapshot],
-                    scenario.session)
+    writer = _writer(scenario, server, ns, scenario.during_snapshot)
     writer.start()
     try:
         _snapshot(scenario, config, path, env, servers, result)
@@ -155,7 +132,6 @@ def _run(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome) ->
                              "written during it")
     finally:
         writer.join()
-        writer.conn.close()
     if result.status != "pass" or _failed(writer, result):
         return
     watch = CheckpointWatch(config)
@@ -187,8 +163,7 @@ def _segment(scenario: Scenario, servers: Servers, ns: str, src, path: Path, env
         tagged = _savepoint_before_writes(scenario, ns, src, path, env, savepoint, result)
         if tagged is None:
             return False
-    writer = Writer(server.connect(ns), [renamed(tx, scenario.namespace, ns) for tx in transactions],
-                    scenario.session)
+    writer = _writer(scenario, server, ns, transactions)
     writer.start()
     try:
         applied = True
@@ -201,7 +176,11 @@ def _segment(scenario: Scenario, servers: Servers, ns: str, src, path: Path, env
                              "transactions")
     finally:
         writer.join()
-        writer.conn.close()
+    if any(f.kind == RESTART for f in faults):
+        src.reopen()
+        restarted = [i for i, f in enumerate(result.faults) if f.startswith(f"{RESTART}(")]
+        if writer.retried and restarted:
+            result.faults[restarted[-1]] += f" (the application ran {writer.retried} transactions again)"
     if not applied or _failed(writer, result):
         return False
     if not _step(f"sync at quiet point {number}", outcome(run_cli(path, env, "sync", "--until-caught-up")), result):
@@ -314,10 +293,22 @@ def _snapshot(scenario: Scenario, config, path: Path, env: dict, servers: Server
         rt.close()
 
 
+def _writer(scenario: Scenario, server, ns: str, transactions) -> Writer:
+    """The application writing `transactions`; when the scenario restarts the source, one that retries."""
+    ledger = f"{q(scenario.source, ns)}.{q(scenario.source, LEDGER)}" if _restarts(scenario) else ""
+    return Writer(lambda: server.connect(ns), [renamed(tx, scenario.namespace, ns) for tx in transactions],
+                  scenario.session, ledger=ledger)
+
+
+def _restarts(scenario: Scenario) -> bool:
+    return any(f.kind == RESTART for f in scenario.faults)
+
+
 def _apply(fault, path: Path, env: dict, result: Outcome, servers: Servers) -> bool:
     kind = FAULTS[fault.kind]
-    status, out = kind.apply(fault, path, env, servers) if fault.kind == "target_away" else kind.apply(fault, path, env)
-    left = " (the others went on without it)" if fault.kind == "target_away" and OUT_OF_SESSION.search(out) else ""
+    status, out = kind.apply(fault, path, env, servers) if fault.kind in AWAY else kind.apply(fault, path, env)
+    left = " (the others went on without it)" if fault.kind in AWAY and OUT_OF_SESSION.search(out) else ""
+    left += " (it reconnected)" if fault.kind in AWAY and "; reconnecting in " in out else ""
     result.faults.append(f"{fault.describe()} {status}{left}" + (f": {out[:200]}" if status == "gave_up" else ""))
     return _step(fault.describe(), (status, out), result)
 

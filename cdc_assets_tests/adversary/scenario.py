@@ -6,7 +6,8 @@ import random
 import re
 from dataclasses import dataclass, field, replace
 
-from cdc_assets_tests.adversary.faults import FAULTS, RESET, SAVEPOINT, Injected, Reset, Savepoint, TargetAway
+from cdc_assets_tests.adversary.faults import (AWAY, FAULTS, RESET, SAVEPOINT, Injected, PostgresTargetAway, Reset,
+                                              Savepoint, SourceRestart, TargetAway)
 from cdc_assets_tests.adversary.kinds import MYSQL, POSTGRES
 from cdc_assets_tests.adversary.schema import Table, random_table, with_late_kinds
 from cdc_assets_tests.adversary.targets import Target, describe as describe_targets, draw_three, single
@@ -92,7 +93,7 @@ class Scenario:
         faults = [f for f in self.faults if f.kind not in ("snapshot_crash_point", SAVEPOINT, RESET)]
         parts = [faults[:1], faults[1:]]
         if len(self.targets) > 1:  # the target away first in its segment, so that it goes while the application writes
-            parts[1].sort(key=lambda f: f.kind != "target_away")
+            parts[1].sort(key=lambda f: f.kind not in AWAY)
         for savepoint in (f for f in self.faults if f.kind == SAVEPOINT):
             parts[savepoint.nth - 1].insert(0, savepoint)
         return [(self.during_log[:half], tuple(parts[0])), (self.during_log[half:], tuple(parts[1]))]
@@ -101,9 +102,12 @@ class Scenario:
         return replace(self, **changes)
 
 
-def build(seed: int, direction: str | None = None, reset: bool | None = None) -> Scenario:
+def build(seed: int, direction: str | None = None, reset: bool | None = None, away_pg: bool = False,
+          restart: bool = False) -> Scenario:
     """The scenario of `seed`; `direction` fixed, or drawn from the seed (one of the four single-target ones);
-    `reset`: a reset fault always (True), never (False), or when the seed draws one (None)."""
+    `reset`: a reset fault always (True), never (False), or when the seed draws one (None); `away_pg`: a PostgreSQL
+    target away where one applies, `restart`: a source restart, each only when asked (its timing from a stream of
+    its own), so that every seed keeps the scenario it had before them."""
     rng = random.Random(seed)
     drawn = rng.choice(sorted(DIRECTIONS))
     direction = direction or drawn
@@ -137,5 +141,9 @@ def build(seed: int, direction: str | None = None, reset: bool | None = None) ->
     rewind = random.Random(f"reset {seed}")
     drawn_reset = rewind.random() < 0.25
     resets = [Reset().draw(rewind, probe)] if (drawn_reset if reset is None else reset) else []
+    if away_pg and PostgresTargetAway().applies(probe):
+        away.append(PostgresTargetAway().draw(random.Random(f"target away pg {seed}"), probe))
+    if restart:
+        away.append(SourceRestart().draw(random.Random(f"restart {seed}"), probe))
     return replace(probe, faults=tuple(snapshot_faults + [f for f in faults if f.kind != "snapshot_crash_point"] +
                                        away + savepoint + resets))

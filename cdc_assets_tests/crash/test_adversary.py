@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from cdc_assets_tests.adversary.faults import TargetAway
+from cdc_assets_tests.adversary.faults import PostgresTargetAway, TargetAway
 from cdc_assets_tests.adversary.kinds import BY_NAME, KINDS
 from cdc_assets_tests.adversary.oracle import differences
 from cdc_assets_tests.adversary.runner import Servers, run
@@ -44,7 +44,17 @@ SEEDS = [
 # Rerun one with `python -m cdc_assets_tests.adversary --seed N --scenarios 1 --direction D --confirm`.
 # Seeds that once stopped with a false MoveIncomplete (a later part of a transaction in parts took the move mark its
 # earlier part wrote for a previous application's) and now pass: 20 postgres-postgres and postgres-mysql; 11, 12
-# and 124 postgres-mysql; 11 and 12 postgres-three.
+# and 124 postgres-mysql; 11 and 12 postgres-three; 5 postgres-postgres.
+
+
+# Seeds run with a fault only a flag asks for (`--target-away-pg`, `--restart`), by build()'s keyword for it.
+FLAGGED = [
+    (2, "mysql-postgres", "away_pg"),  # exactly-once; the PostgreSQL target's database closed for 6 s while the
+    # sync applies: its sessions ended under the target's resumer, whose driver error failed the sync
+    (4, "postgres-postgres", "away_pg"),  # the target closed for 8 s after a kill and a crash point: it reconnects
+    (1, "postgres-postgres", "restart"),  # the PostgreSQL server restarted: the source and the target with it
+    (1, "mysql-mysql", "restart"),  # the source MariaDB down as the sync starts: its capture check failed the sync
+]
 
 
 @pytest.mark.parametrize("seed, direction", SEEDS)
@@ -54,6 +64,16 @@ def test_seeded_scenario_ends_with_the_target_equal_to_the_source(tmp_path, serv
     outcome = run(scenario, Servers(servers.mariadb, servers.postgres, mariadb_target, spark, tmp_path))
     assert outcome.status == "pass", f"{scenario.describe()}\n{outcome.line()}"
     assert outcome.faults, "every scenario injects at least one fault"
+
+
+@pytest.mark.parametrize("seed, direction, flag", FLAGGED)
+def test_seeded_scenario_with_a_server_away_ends_equal(tmp_path, servers, mariadb_target, spark, seed, direction,
+                                                       flag):
+    scenario = build(seed, direction, **{flag: True})
+    outcome = run(scenario, Servers(servers.mariadb, servers.postgres, mariadb_target, spark, tmp_path))
+    assert outcome.status == "pass", f"{scenario.describe()}\n{outcome.line()}"
+    away = [f for f in outcome.faults if f.startswith(("target_away_pg(", "restart("))]
+    assert away and all(" gave_up" not in f for f in away), outcome.faults  # the sync retried, as documented
 
 
 def test_a_scenario_is_its_seed():
@@ -79,6 +99,22 @@ def test_the_policy_says_which_target_may_fall_behind():
     assert TargetAway().applies(replace(scenario, commit_policy="all"))
     assert not TargetAway().applies(replace(scenario, commit_policy="quorum(2)"))
     assert TargetAway().applies(replace(scenario, direction="mysql-three", commit_policy="quorum(2)"))
+
+
+def test_the_new_faults_come_only_when_asked_and_leave_the_rest_of_the_scenario_as_it_was():
+    for direction in ("mysql-postgres", "postgres-postgres", "mysql-three"):
+        plain, both = build(3, direction), build(3, direction, away_pg=True, restart=True)
+        assert [f for f in both.faults if f.kind not in ("target_away_pg", "restart")] == list(plain.faults)
+        assert both.tables == plain.tables and both.during_log == plain.during_log
+        assert "restart" in {f.kind for f in both.faults}
+    assert "target_away_pg" in {f.kind for f in build(3, "mysql-postgres", away_pg=True).faults}
+    assert "target_away_pg" not in {f.kind for f in build(3, "mysql-mysql", away_pg=True).faults}
+    # pg_a, the first target, on the terms of maria: behind a PostgreSQL source only when the policy needs it
+    scenario = build(1, "postgres-three")
+    assert PostgresTargetAway().applies(replace(scenario, commit_policy="all"))
+    assert not PostgresTargetAway().applies(replace(scenario, commit_policy="quorum(2)"))
+    (_, first), (_, second) = build(3, "mysql-three", away_pg=True).segments()
+    assert "target_away_pg" in {f.kind for f in first + second}
 
 
 def test_a_reset_replays_or_moves_nothing_and_goes_back_only_in_the_second_segment():
