@@ -274,8 +274,9 @@ class Sink(Protocol):
     def check_key_order(self, kind: str, source_db_type: str) -> bool:
         """Whether this target orders keys of `kind` exactly as that source does (it can then judge split ranges)."""
 
-    def ensure_table(self, schema: TableSchema) -> bool:
-        """Create the target table when missing (True); accept an existing one that can hold every column."""
+    def ensure_table(self, schema: TableSchema, follow: bool = False) -> bool:
+        """Create the target table when missing (True); accept an existing one that can hold every column;
+        `follow` (a re-plan): add the columns it lacks, as the source added or renamed them since."""
 
     def add_columns(self, schema: TableSchema, columns: list[Column]) -> None: ...
 

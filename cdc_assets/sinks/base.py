@@ -122,8 +122,8 @@ class SqlSink:
         raise NotImplementedError
 
     # -- target tables (target_tables.py)
-    def ensure_table(self, schema: TableSchema) -> bool:
-        return self.tables.ensure(schema)
+    def ensure_table(self, schema: TableSchema, follow: bool = False) -> bool:
+        return self.tables.ensure(schema, follow)
 
     def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
         self.tables.add_columns(schema, columns)

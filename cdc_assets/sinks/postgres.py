@@ -60,10 +60,10 @@ class PostgresSink(SqlSink):
             cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'postgis'")
             return cur.fetchone() is not None
 
-    def ensure_table(self, schema: TableSchema) -> bool:
+    def ensure_table(self, schema: TableSchema, follow: bool = False) -> bool:
         self._check_types(schema)
         self.lookups.forget(schema.table)
-        return super().ensure_table(schema)
+        return super().ensure_table(schema, follow)
 
     def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
         self.lookups.forget_casts(schema.table)

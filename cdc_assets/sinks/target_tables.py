@@ -15,13 +15,18 @@ class TargetTables:
         self.sink = sink
         self._capacities: dict[TableId, dict[str, Capacity | None]] = {}  # see capacities
 
-    def ensure(self, schema: TableSchema) -> bool:
-        """Create the target table when missing (returns True); accept an existing one holding every column."""
+    def ensure(self, schema: TableSchema, follow: bool = False) -> bool:
+        """Create the target table when missing (returns True); accept an existing one holding every column;
+        `follow` (a re-plan, the way out of a column renamed or left out): add the payload columns it lacks."""
         sink = self.sink
         self._capacities.pop(schema.table, None)
         existing = sink.existing_columns(schema.table)
         if existing is not None:
             missing = [c.name for c in schema.columns if c.name not in existing]
+            lacking = [c for c in schema.columns if c.name in missing and c.name not in schema.primary_key]
+            if follow and lacking and len(lacking) == len(missing):
+                self.add_columns(schema, lacking)
+                missing = []
             if missing:
                 raise TableError(
                     f"target table {schema.table} exists but lacks columns {missing} on {sink.url}",

@@ -1,5 +1,5 @@
-"""`python -m cdc_assets_tests.adversary --seed N --scenarios K [--direction D] [--reset] [--shrink]`: runs the scenarios
-of seeds N..N+K-1 on private servers started in a temp dir (stopped at the end), prints each outcome and a
+"""`python -m cdc_assets_tests.adversary --seed N --scenarios K [--direction D] [--reset] [--schema-changes]
+[--shrink]`: runs the scenarios of seeds N..N+K-1 on private servers started in a temp dir (stopped at the end), prints each outcome and a
 summary; a failing seed is printed with the command that reruns it. Exit status 1 when any scenario failed."""
 from __future__ import annotations
 
@@ -53,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
                         "the single-target ones; mysql-three and postgres-three write three targets at once)")
     p.add_argument("--reset", action="store_true",
                    help="give every scenario a reset fault (default: the seeds that draw one have it)")
+    p.add_argument("--schema-changes", action="store_true",
+                   help="give every single-target scenario 1-3 schema changes in its log phase, under a "
+                        "schema_change_policy drawn from the seed (default: none)")
     p.add_argument("--shrink", action="store_true", help="reduce a failing seed to fewer rows and transactions")
     p.add_argument("--confirm", action="store_true", help="rerun a failing seed once: a pass says timing made it flaky")
     p.add_argument("--describe", action="store_true", help="print the scenarios without running them")
@@ -60,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the private servers are stopped
     seeds = range(args.seed, args.seed + args.scenarios)
-    scenarios = [build(s, d, reset=args.reset or None) for s in seeds for d in (args.direction or [None])]
+    scenarios = [build(s, d, reset=args.reset or None, schema_changes=args.schema_changes) for s in seeds
+                 for d in (args.direction or [None])]
     if args.describe or args.script:
         print("\n".join(s.script() if args.script else s.describe() for s in scenarios))
         return 0
@@ -81,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
                       "watermarks and the faults; see the timing lines)"), flush=True)
             if outcome.status not in GOOD:
                 print(f"    rerun: python -m cdc_assets_tests.adversary --seed {scenario.seed} --scenarios 1 "
-                      f"--direction {scenario.direction}", flush=True)
+                      f"--direction {scenario.direction}{' --schema-changes' if scenario.changes else ''}", flush=True)
                 if args.shrink:
                     print("shrunk to:\n" + shrink(scenario, outcome, servers).script(), flush=True)
     print(summary(outcomes, time.monotonic() - started))

@@ -74,7 +74,7 @@ class MongoSink:
     def check_key_order(self, kind: str, source_db_type: str) -> bool:
         return order_agrees(kind, source_db_type)
 
-    def ensure_table(self, schema: TableSchema) -> bool:
+    def ensure_table(self, schema: TableSchema, follow: bool = False) -> bool:
         """Create the collection when missing (True). An existing one is accepted when its documents' `_id` has
         the form this key gives (a value, or a sub-document of the key columns in order): other `_id`s would
         never match a key, and every row would be written a second time beside them."""
