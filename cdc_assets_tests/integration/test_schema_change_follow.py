@@ -53,13 +53,12 @@ def test_a_column_added_between_the_snapshot_and_the_first_run_is_followed(serve
     seed = ["CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)"]
     with source_database(servers, "mysql", unique_name, seed) as src:
         def make(**pipeline) -> TaskRuntime:
-            config = config_for(tmp_path, servers, task_id="first", source="mysql", source_db=unique_name,
-                                tables=[f"{unique_name}.t"], target="postgres", target_db=f"{unique_name}_tgt",
-                                pipeline={"schema_change_policy": "apply_add_columns", **pipeline})
-            rt = TaskRuntime(config)
-            rt.sink.ensure_table(rt.source.describe(config.source.table_ids[0]))
-            return rt
+            return TaskRuntime(config_for(tmp_path, servers, task_id="first", source="mysql", source_db=unique_name,
+                                          tables=[f"{unique_name}.t"], target="postgres",
+                                          target_db=f"{unique_name}_tgt",
+                                          pipeline={"schema_change_policy": "apply_add_columns", **pipeline}))
         probe = make(startup_mode="latest")
+        probe.sink.ensure_table(probe.source.describe(probe.config.source.table_ids[0]))  # as the snapshot left it
         position = probe.source.current_position()  # where a snapshot's low watermark would be
         probe.close()
         execute(src, "INSERT INTO t VALUES (2, 2)", "ALTER TABLE t ADD COLUMN w INT DEFAULT 7",
@@ -71,4 +70,32 @@ def test_a_column_added_between_the_snapshot_and_the_first_run_is_followed(serve
         finally:
             rt.close()
         assert (3, 3, 3) in fetch_rows(tgt, f'"{unique_name}".t', "id")
+    tgt.close()
+
+
+@pytest.mark.xfail(strict=True, reason="the target's added column has no default: the rows the source filled with "
+                   "the default at the ADD COLUMN (no log event carries them) stay NULL on the target until changed. "
+                   "Following it needs the source column's constant default (describe) added with the column on "
+                   "the target, and a stop or a warning for a default the target cannot compute (CURRENT_TIMESTAMP)")
+@pytest.mark.parametrize("source", ["mysql", "postgres"])
+def test_rows_there_before_an_added_column_get_its_default_on_the_target(servers, unique_name, tmp_path, source):
+    ns = unique_name if source == "mysql" else "s"
+    seed = [] if source == "mysql" else [f"CREATE SCHEMA {ns}"]
+    seed += [f"CREATE TABLE {ns}.t (id INT PRIMARY KEY, v INT)", f"INSERT INTO {ns}.t VALUES (1, 1)"]
+    tgt = postgres_target(servers, f"{unique_name}_tgt")
+    with source_database(servers, source, unique_name, seed) as src:
+        rt = TaskRuntime(config_for(tmp_path, servers, task_id=unique_name, source=source, source_db=unique_name,
+                                    tables=[f"{ns}.t"], target="postgres", target_db=f"{unique_name}_tgt",
+                                    pipeline={"startup_mode": "latest", "schema_change_policy": "apply_add_columns"}))
+        try:
+            rt.sink.ensure_table(rt.source.describe(rt.config.source.table_ids[0]))
+            execute(tgt, f'INSERT INTO "{ns}".t VALUES (1, 1)')  # as a snapshot would have left it
+            sync(rt, until_caught_up=True)
+            execute(src, f"ALTER TABLE {ns}.t ADD COLUMN w INT DEFAULT 7", f"INSERT INTO {ns}.t VALUES (2, 2, 2)")
+            sync(rt, until_caught_up=True)
+        finally:
+            rt.close()
+            if source == "postgres":
+                drop_slot(src, slot_name(unique_name))
+        assert fetch_rows(tgt, f'"{ns}".t', "id") == [(1, 1, 7), (2, 2, 2)]
     tgt.close()
