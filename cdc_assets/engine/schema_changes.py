@@ -71,8 +71,9 @@ def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: 
         return None
     current = describe(schema.table)
     now = {c.name: c for c in current.columns}
-    if not captured <= set(now):
-        raise SchemaChangeHalted(change, policy)  # a later DDL took a captured column away: see it stop there
+    if not captured <= set(now) or not set(adds) <= set(now):
+        # a later DDL took a captured or the added column away (dropped, or renamed: its values would go nowhere)
+        raise SchemaChangeHalted(change, policy)
     _check_target_holds(change, policy, sink, schema, [now[n] for n in touched])
     added = [c for c in current.columns if c.name not in captured and c.name in adds]
     if added:

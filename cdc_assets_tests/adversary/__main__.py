@@ -68,14 +68,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.describe or args.script:
         print("\n".join(s.script() if args.script else s.describe() for s in scenarios))
         return 0
-    from cdc_assets_tests.adversary.runner import run
+    from cdc_assets_tests.adversary.runner import Outcome, run
     from cdc_assets_tests.adversary.shrink import shrink
 
     started, outcomes = time.monotonic(), []
     with private_servers() as servers:
         for scenario in scenarios:
             print(scenario.describe(), flush=True)
-            outcome = run(scenario, servers)
+            try:
+                outcome = run(scenario, servers)
+            except Exception as exc:  # noqa: BLE001 - the harness failed on this seed: the next ones still run
+                outcome = Outcome(scenario.seed, scenario.direction, "error", [f"{type(exc).__name__}: {exc}"])
             outcomes.append(outcome)
             print(outcome.line(), flush=True)
             if outcome.status not in GOOD and args.confirm:

@@ -135,9 +135,12 @@ def tables_after(tables: tuple[Table, ...], changes: tuple[Change, ...], written
 
 
 def left_out(changes: tuple[Change, ...], policy: str) -> dict[str, set[str]]:
-    """Columns the target does not get (until a re-plan sees them): the ones added under `ignore`."""
+    """Columns the target does not get (until a re-plan sees them): the ones added under `ignore`, under any name
+    a rename gives them (a change confined to columns left out goes on)."""
     out: dict[str, set[str]] = {}
     for change in changes:
         if change.kind == "add" and policy == "ignore":
             out.setdefault(change.table, set()).add(change.column)
+        elif change.kind == "rename" and change.column in out.get(change.table, set()):
+            out[change.table].add(change.to)
     return out

@@ -13,6 +13,7 @@ import yaml
 
 from cdc_assets_tests.adversary.faults import outcome, run_cli
 from cdc_assets_tests.adversary.kinds import MYSQL
+from cdc_assets_tests.adversary.oracle import columns_of
 from cdc_assets_tests.adversary.schema import Table
 
 HALTED = re.compile(r"DDL on captured table (\S+) at .*? stops the incremental phase \(schema_change_policy")
@@ -83,7 +84,21 @@ class WaysOut:
             out.setdefault(table, set()).add(column)
         return out
 
-    def compared(self, tables: tuple[Table, ...]) -> tuple[Table, ...]:
+    def on_the_target(self, tables: tuple[Table, ...]) -> tuple[tuple[Table, ...], list[str]]:
+        """The tables to compare, less the columns the docs say the target does not get and those it lacks; and
+        a line for each it lacks that it should have (a divergence)."""
+        tables = self._compared(tables)
+        target = self.scenario.targets[0].connect(self.servers, self.ns)
+        try:
+            present = {t.name: columns_of(target, self.ns, t) for t in tables}
+        finally:
+            target.close()
+        lacking = [f"{t.name}: column {c} missing from the target" for t in tables for c, _ in t.columns
+                   if c not in present[t.name]]
+        return tuple(replace(t, columns=tuple((c, k) for c, k in t.columns if c in present[t.name]))
+                     for t in tables), lacking
+
+    def _compared(self, tables: tuple[Table, ...]) -> tuple[Table, ...]:
         """The source's tables less the columns the target does not get: added under `ignore`, and not seen by a
         re-plan since."""
         left_out = self.scenario.left_out()

@@ -7,6 +7,7 @@ import pytest
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
+from cdc_assets.engine.schema_changes import SchemaChangeHalted
 from cdc_assets.sources.postgres.slot import drop_slot, slot_name
 from cdc_assets_tests.support import config_for, execute, fetch_rows, postgres_target, source_database
 
@@ -98,4 +99,44 @@ def test_rows_there_before_an_added_column_get_its_default_on_the_target(servers
             if source == "postgres":
                 drop_slot(src, slot_name(unique_name))
         assert fetch_rows(tgt, f'"{ns}".t', "id") == [(1, 1, 7), (2, 2, 2)]
+    tgt.close()
+
+
+@pytest.mark.parametrize("source", ["mysql", "postgres"])
+def test_a_column_added_then_renamed_before_a_run_follows_it_is_never_lost_silently(servers, unique_name, tmp_path,
+                                                                                     source):
+    """Under apply_add_columns, a run that meets the ADD COLUMN after the column was renamed found no column of
+    the added name and went on; the rename then touched no captured column: the renamed column's values never
+    reached the target, without a stop."""
+    ns = unique_name if source == "mysql" else "s"
+    seed = [] if source == "mysql" else [f"CREATE SCHEMA {ns}"]
+    seed += [f"CREATE TABLE {ns}.t (id INT PRIMARY KEY, v INT)", f"INSERT INTO {ns}.t VALUES (1, 1)"]
+    tgt = postgres_target(servers, f"{unique_name}_tgt")
+    with source_database(servers, source, unique_name, seed) as src:
+        runtimes: list[TaskRuntime] = []
+
+        def run() -> None:
+            runtimes.append(TaskRuntime(config_for(
+                tmp_path, servers, task_id=unique_name, source=source, source_db=unique_name, tables=[f"{ns}.t"],
+                target="postgres", target_db=f"{unique_name}_tgt",
+                pipeline={"startup_mode": "latest", "schema_change_policy": "apply_add_columns"})))
+            if len(runtimes) == 1:
+                runtimes[0].sink.ensure_table(runtimes[0].source.describe(runtimes[0].config.source.table_ids[0]))
+            sync(runtimes[-1], until_caught_up=True)
+        try:
+            run()
+            execute(src, f"ALTER TABLE {ns}.t ADD COLUMN w INT", f"INSERT INTO {ns}.t VALUES (2, 2, 2)",
+                    f"ALTER TABLE {ns}.t RENAME COLUMN w TO w2", f"INSERT INTO {ns}.t VALUES (3, 3, 3)")
+            try:
+                run()
+            except SchemaChangeHalted as stop:  # the documented way: a re-plan captures the renamed column
+                assert f"{ns}.t" in str(stop) and "plan --replan" in stop.hint
+                return
+        finally:
+            for rt in runtimes:
+                rt.close()
+            if source == "postgres":
+                drop_slot(src, slot_name(unique_name))
+        assert "w2" in _columns(tgt, ns, "t")
+        assert fetch_rows(tgt, f'"{ns}".t', "id")[-1] == (3, 3, 3)
     tgt.close()
