@@ -7,7 +7,8 @@ about it under pipeline.schema_change_policy. The rule, in order:
 3. TABLE_ONLY (a PostgreSQL table renamed, whose changes keep coming under its new name; a MySQL CREATE TABLE of
    the table that exists: IF NOT EXISTS, or a replay of the log from before its creation): go on under `ignore`.
 4. Columns added: under `apply_add_columns` added to the target and captured; under `ignore` left out, recorded
-   as source.exclude_columns are (the target does not get them until a re-plan); under `halt`, stop.
+   as source.exclude_columns are (the target does not get them until a re-plan); under `halt`, stop. An added
+   column a later DDL took away before the ADD was followed stops, under every policy.
 5. Captured columns retyped: the source's new definitions are read, and followed (recorded, and the log read on
    with them) where the target's columns hold every value of them (core/fits.py `holds`), under every policy;
    otherwise stop, naming the statements that make the target hold them. Changing the target column is the way
