@@ -66,7 +66,7 @@ class SchemaFollower:
         change cannot be followed under `pipeline.schema_change_policy`."""
         table = change.table
         schema = settle(change, checkpoint.schemas.get(table), self.pipeline.schema_change_policy, self.rt.sink,
-                        lambda t: describe(self.rt, t))
+                        lambda t: describe(self.rt, t), self.rt.source.constant_defaults)
         if schema is None:
             return False
         checkpoint.new_version({**checkpoint.schemas, table: schema}, self.rt.resumer)

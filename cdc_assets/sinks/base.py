@@ -125,8 +125,8 @@ class SqlSink:
     def ensure_table(self, schema: TableSchema, follow: bool = False) -> bool:
         return self.tables.ensure(schema, follow)
 
-    def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
-        self.tables.add_columns(schema, columns)
+    def add_columns(self, schema: TableSchema, columns: list[Column], defaults: dict[str, str] | None = None) -> None:
+        self.tables.add_columns(schema, columns, defaults)
 
     def column_capacities(self, table: TableId, fresh: bool = False) -> dict[str, Capacity | None]:
         return self.tables.capacities(table, fresh)

@@ -65,9 +65,9 @@ class PostgresSink(SqlSink):
         self.lookups.forget(schema.table)
         return super().ensure_table(schema, follow)
 
-    def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
+    def add_columns(self, schema: TableSchema, columns: list[Column], defaults: dict[str, str] | None = None) -> None:
         self.lookups.forget_casts(schema.table)
-        super().add_columns(schema, columns)
+        super().add_columns(schema, columns, defaults)
 
     def column_capacities(self, table: TableId, fresh: bool = False) -> dict[str, Capacity | None]:
         if fresh:

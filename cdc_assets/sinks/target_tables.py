@@ -43,8 +43,10 @@ class TargetTables:
             cur.execute(f"CREATE TABLE {sink.table_sql(schema.table)} ({', '.join(cols)}, PRIMARY KEY ({key}))")
         return True
 
-    def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
-        """Add to the target table those of `columns` it lacks (the source added them)."""
+    def add_columns(self, schema: TableSchema, columns: list[Column], defaults: dict[str, str] | None = None) -> None:
+        """Add to the target table those of `columns` it lacks (the source added them), each with its constant
+        default in `defaults`, so that the rows there get it as the source's did (no log event carries them)."""
+        defaults = defaults or {}
         sink = self.sink
         self._capacities.pop(schema.table, None)
         existing = sink.existing_columns(schema.table) or set()
@@ -52,7 +54,8 @@ class TargetTables:
             for column in columns:
                 if column.name not in existing:
                     cur.execute(f"ALTER TABLE {sink.table_sql(schema.table)} ADD COLUMN {sink.q(column.name)} "
-                                f"{sink.column_type(column, False)}")
+                                f"{sink.column_type(column, False)}"
+                                + (f" DEFAULT {defaults[column.name]}" if column.name in defaults else ""))
 
     def capacities(self, table: TableId, fresh: bool = False) -> dict[str, Capacity | None]:
         """What each column of the target table holds, from its catalog: read once per table and sink (each run

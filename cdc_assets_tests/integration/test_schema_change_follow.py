@@ -74,12 +74,10 @@ def test_a_column_added_between_the_snapshot_and_the_first_run_is_followed(serve
     tgt.close()
 
 
-@pytest.mark.xfail(strict=True, reason="the target's added column has no default: the rows the source filled with "
-                   "the default at the ADD COLUMN (no log event carries them) stay NULL on the target until changed. "
-                   "Following it needs the source column's constant default (describe) added with the column on "
-                   "the target, and a stop or a warning for a default the target cannot compute (CURRENT_TIMESTAMP)")
 @pytest.mark.parametrize("source", ["mysql", "postgres"])
 def test_rows_there_before_an_added_column_get_its_default_on_the_target(servers, unique_name, tmp_path, source):
+    """The rows the source filled with the default at its ADD COLUMN (no log event carries them) stayed NULL on the
+    target until changed."""
     ns = unique_name if source == "mysql" else "s"
     seed = [] if source == "mysql" else [f"CREATE SCHEMA {ns}"]
     seed += [f"CREATE TABLE {ns}.t (id INT PRIMARY KEY, v INT)", f"INSERT INTO {ns}.t VALUES (1, 1)"]

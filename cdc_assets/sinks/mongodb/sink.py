@@ -106,7 +106,7 @@ class MongoSink:
     def alter_column_sql(self, table: TableId, column: Column) -> str:
         return ""  # never asked: every field holds any value
 
-    def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
+    def add_columns(self, schema: TableSchema, columns: list[Column], defaults: dict[str, str] | None = None) -> None:
         """Documents have no schema; existing ones get the new fields as null, as a SQL ADD COLUMN gives them."""
         if columns:
             for column in columns:
