@@ -35,6 +35,11 @@ SEEDS = [
     # the second half's writes, rolled back on every target at its quiet point (about 20 s)
 ]
 
+# Schema changes in the log phase (`--schema-changes`), one seed per source: under halt an added column, renamed in
+# the same segment (the way out, apply_add_columns, then stops for the rename: a re-plan), then a varchar widened
+# past what the target column holds (the ALTER the stop names, on the target); about 30-50 s each.
+SCHEMA_SEEDS = [(2, "mysql-postgres"), (2, "postgres-postgres")]
+
 
 # Seeds that stop loudly (documented): a PostgreSQL key move whose TOASTed text is unchanged, replayed onto a
 # target that already holds a later state where the batch cannot tell which row is the moved one (MoveIncomplete,
@@ -57,6 +62,17 @@ def test_seeded_scenario_ends_with_the_target_equal_to_the_source(tmp_path, serv
     outcome = run(scenario, Servers(servers.mariadb, servers.postgres, mariadb_target, spark, tmp_path))
     assert outcome.status == "pass", f"{scenario.describe()}\n{outcome.line()}"
     assert outcome.faults, "every scenario injects at least one fault"
+
+
+@pytest.mark.parametrize("seed, direction", SCHEMA_SEEDS)
+def test_seeded_schema_changes_end_with_the_target_equal_in_the_columns_the_docs_promise(tmp_path, servers,
+                                                                                        mariadb_target, spark, seed,
+                                                                                        direction):
+    scenario = build(seed, direction, schema_changes=True)
+    outcome = run(scenario, Servers(servers.mariadb, servers.postgres, mariadb_target, spark, tmp_path))
+    assert outcome.status == "pass", f"{scenario.describe()}\n{outcome.line()}"
+    assert {"policy", "replan", "alter_target"} <= {f.split("(")[0][len("way_out_"):] for f in outcome.faults
+                                                    if f.startswith("way_out_")}, outcome.line()
 
 
 def test_a_scenario_is_its_seed():
