@@ -49,8 +49,10 @@ class Change:
             return f"{table} DROP COLUMN {column}"
         if self.kind == "rename":
             return f"{table} RENAME COLUMN {column} TO {q(engine, self.to)}"
-        if engine == MYSQL:
-            return f"{table} MODIFY {column} {kind.ddl[engine]}"
+        if engine == MYSQL:  # repeating an added column's default, which MODIFY drops otherwise (log-phase.md)
+            kept = DEFAULTS["int" if self.kind == "int_to_bigint" else "varchar"]
+            return f"{table} MODIFY {column} {kind.ddl[engine]}" + (f" DEFAULT {kept}" if self.column.startswith(
+                "c_add") else "")
         return f"{table} ALTER COLUMN {column} TYPE {kind.ddl[engine]}"
 
     def after(self, table: Table) -> Table:
