@@ -165,3 +165,36 @@ def test_rows_there_before_an_added_column_get_the_default_of_the_add_not_a_late
             rt.close()
         assert fetch_rows(tgt, f'"{unique_name}".t', "id") == [(1, 1, 7), (2, 2, 2)]
     tgt.close()
+
+
+def test_a_column_added_and_retyped_before_a_run_follows_them_is_followed_once(servers, unique_name, tmp_path):
+    """PostgreSQL: the run followed the ADD with the column as the catalog has it now (bigint); the Relation
+    messages of the rows between the ADD and the retype still say integer, which read as a retype back, followed
+    with the catalog's bigint again: the same definitions, a new schema version and a restart each time, without
+    end (until the slot, still held by the last session, refused the next)."""
+    seed = ["CREATE SCHEMA s", "CREATE TABLE s.t (id INT PRIMARY KEY, v INT)", "INSERT INTO s.t VALUES (1, 1)"]
+    tgt = postgres_target(servers, f"{unique_name}_tgt")
+    with source_database(servers, "postgres", unique_name, seed) as src:
+        runtimes: list[TaskRuntime] = []
+
+        def run() -> None:
+            runtimes.append(TaskRuntime(config_for(
+                tmp_path, servers, task_id=unique_name, source="postgres", source_db=unique_name, tables=["s.t"],
+                target="postgres", target_db=f"{unique_name}_tgt",
+                pipeline={"startup_mode": "latest", "schema_change_policy": "apply_add_columns",
+                          "max_retries": 1, "retry_backoff_secs": 0.2})))
+            if len(runtimes) == 1:
+                runtimes[0].sink.ensure_table(runtimes[0].source.describe(runtimes[0].config.source.table_ids[0]))
+            sync(runtimes[-1], until_caught_up=True)
+        try:
+            run()
+            execute(src, "ALTER TABLE s.t ADD COLUMN w INT", "INSERT INTO s.t VALUES (2, 2, 2)",
+                    "ALTER TABLE s.t ALTER COLUMN w TYPE bigint", "INSERT INTO s.t VALUES (3, 3, 3000000000)")
+            execute(tgt, 'ALTER TABLE s.t ADD COLUMN w bigint')  # so that the retype needs no way out
+            run()
+        finally:
+            for rt in runtimes:
+                rt.close()
+            drop_slot(src, slot_name(unique_name))
+        assert fetch_rows(tgt, "s.t", "id") == [(2, 2, 2), (3, 3, 3000000000)]
+    tgt.close()
