@@ -55,7 +55,7 @@ SCHEMA_SEEDS = [(2, "mysql-postgres"), (2, "postgres-postgres")]
 # postgres-mysql and postgres-three; 12 postgres-three (as 12 postgres-mysql).
 # With --schema-changes, the same MoveIncomplete classes (key moves with unchanged TOASTed text, not the schema
 # changes): 5 postgres-postgres (a replay after the restart that follows an added column), 11 postgres-postgres
-# (the first sync, before any change), 11 postgres-mysql, 12 postgres-postgres.
+# (the first sync, before any change), 11 postgres-mysql, 12 postgres-postgres and postgres-mysql (after a kill).
 
 
 @pytest.mark.parametrize("seed, direction", SEEDS)
