@@ -159,6 +159,9 @@ class SnapshotSource(Protocol):
 
     def describe(self, table: TableId, split_column: str | None = None) -> TableSchema: ...
 
+    def constant_defaults(self, table: TableId) -> dict[str, str]:
+        """Each column's default that is a constant, as an SQL literal every target engine reads alike."""
+
     def current_position(self) -> Position: ...
 
     def plan(self, schema: TableSchema, split_size: int) -> SplitPlan:
@@ -277,10 +280,13 @@ class Sink(Protocol):
     def check_key_order(self, kind: str, source_db_type: str) -> bool:
         """Whether this target orders keys of `kind` exactly as that source does (it can then judge split ranges)."""
 
-    def ensure_table(self, schema: TableSchema) -> bool:
-        """Create the target table when missing (True); accept an existing one that can hold every column."""
+    def ensure_table(self, schema: TableSchema, follow: bool = False) -> bool:
+        """Create the target table when missing (True); accept an existing one that can hold every column;
+        `follow` (a re-plan): add the columns it lacks, as the source added or renamed them since."""
 
-    def add_columns(self, schema: TableSchema, columns: list[Column]) -> None: ...
+    def add_columns(self, schema: TableSchema, columns: list[Column], defaults: dict[str, str] | None = None) -> None:
+        """Add `columns` the table lacks; `defaults`: the constant default (an SQL literal) of some, which the
+        rows there already get, as the source's rows got it from its ADD COLUMN."""
 
     def column_capacities(self, table: TableId, fresh: bool = False) -> dict[str, Capacity | None]:
         """What each column of the target table holds (core/fits.py), as its catalog said at the first call

@@ -44,7 +44,7 @@ def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
     for lane in rt.lanes:
         try:
             for schema in schemas:
-                lane.sink.ensure_table(schema)
+                lane.sink.ensure_table(schema, follow=replan)
         except Exception as exc:  # a target the policy may do without: its tables are made at its snapshot
             if len(rt.lanes) == 1 or not (rt.policy.tolerates(lane.name) and target_down(exc)):
                 raise

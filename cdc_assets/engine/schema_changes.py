@@ -6,8 +6,10 @@ about it under pipeline.schema_change_policy. The rule, in order:
    go on, under every policy.
 3. TABLE_ONLY (a PostgreSQL table renamed, whose changes keep coming under its new name; a MySQL CREATE TABLE of
    the table that exists: IF NOT EXISTS, or a replay of the log from before its creation): go on under `ignore`.
-4. Columns added: under `apply_add_columns` added to the target and captured; under `ignore` left out, recorded
-   as source.exclude_columns are (the target does not get them until a re-plan); under `halt`, stop.
+4. Columns added: under `apply_add_columns` added to the target (with the source's constant default, which the
+   rows there got) and captured; under `ignore` left out, recorded
+   as source.exclude_columns are (the target does not get them until a re-plan); under `halt`, stop. An added
+   column a later DDL took away before the ADD was followed stops, under every policy.
 5. Captured columns retyped: the source's new definitions are read, and followed (recorded, and the log read on
    with them) where the target's columns hold every value of them (core/fits.py `holds`), under every policy;
    otherwise stop, naming the statements that make the target hold them. Changing the target column is the way
@@ -46,9 +48,11 @@ class SchemaChangeHalted(CdcError):
 
 
 def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: Sink,
-           describe: Callable[[TableId], TableSchema]) -> TableSchema | None:
+           describe: Callable[[TableId], TableSchema],
+           defaults: Callable[[TableId], dict[str, str]] = lambda table: {}) -> TableSchema | None:
     """What the task reads the table with from `change` on: None for the schema it has (go on), else the new
-    schema to record. Raises SchemaChangeHalted."""
+    schema to record; `defaults`: the source's constant column defaults, which an added column's rows got.
+    Raises SchemaChangeHalted."""
     where = f"{change.table} at {change.position}"
     if change.kind is _K.HARMLESS or (change.kind is _K.TABLE_ONLY and policy == "ignore"):
         log.info("DDL on %s leaves the captured columns as they are, continuing: %s", where, change.statement)
@@ -71,12 +75,13 @@ def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: 
         return None
     current = describe(schema.table)
     now = {c.name: c for c in current.columns}
-    if not captured <= set(now):
-        raise SchemaChangeHalted(change, policy)  # a later DDL took a captured column away: see it stop there
+    if not captured <= set(now) or not set(adds) <= set(now):
+        # a later DDL took a captured or the added column away (dropped, or renamed: its values would go nowhere)
+        raise SchemaChangeHalted(change, policy)
     _check_target_holds(change, policy, sink, schema, [now[n] for n in touched])
     added = [c for c in current.columns if c.name not in captured and c.name in adds]
     if added:
-        sink.add_columns(schema, added)
+        sink.add_columns(schema, added, defaults(schema.table))
     log.log(logging.WARNING if left_out else logging.INFO, "DDL on %s: following it%s%s%s: %s", where,
             f", retyped {touched} (the target holds them)" if touched else "",
             f", added {[c.name for c in added]}" if added else "",

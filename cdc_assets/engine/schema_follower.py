@@ -66,8 +66,10 @@ class SchemaFollower:
         change cannot be followed under `pipeline.schema_change_policy`."""
         table = change.table
         schema = settle(change, checkpoint.schemas.get(table), self.pipeline.schema_change_policy, self.rt.sink,
-                        lambda t: describe(self.rt, t))
-        if schema is None:
+                        lambda t: describe(self.rt, t), self.rt.source.constant_defaults)
+        if schema is None or schema == checkpoint.schemas.get(table):
+            # the definitions the lane has (a PostgreSQL Relation of rows from before a change the lane already
+            # followed with the catalog's newer definitions): a new version and a restart would meet it again
             return False
         checkpoint.new_version({**checkpoint.schemas, table: schema}, self.rt.resumer)
         return True

@@ -123,11 +123,11 @@ class SqlSink:
         raise NotImplementedError
 
     # -- target tables (target_tables.py)
-    def ensure_table(self, schema: TableSchema) -> bool:
-        return self.tables.ensure(schema)
+    def ensure_table(self, schema: TableSchema, follow: bool = False) -> bool:
+        return self.tables.ensure(schema, follow)
 
-    def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
-        self.tables.add_columns(schema, columns)
+    def add_columns(self, schema: TableSchema, columns: list[Column], defaults: dict[str, str] | None = None) -> None:
+        self.tables.add_columns(schema, columns, defaults)
 
     def column_capacities(self, table: TableId, fresh: bool = False) -> dict[str, Capacity | None]:
         return self.tables.capacities(table, fresh)

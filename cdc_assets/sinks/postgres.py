@@ -60,14 +60,14 @@ class PostgresSink(SqlSink):
             cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'postgis'")
             return cur.fetchone() is not None
 
-    def ensure_table(self, schema: TableSchema) -> bool:
+    def ensure_table(self, schema: TableSchema, follow: bool = False) -> bool:
         self._check_types(schema)
         self.lookups.forget(schema.table)
-        return super().ensure_table(schema)
+        return super().ensure_table(schema, follow)
 
-    def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
+    def add_columns(self, schema: TableSchema, columns: list[Column], defaults: dict[str, str] | None = None) -> None:
         self.lookups.forget_casts(schema.table)
-        super().add_columns(schema, columns)
+        super().add_columns(schema, columns, defaults)
 
     def column_capacities(self, table: TableId, fresh: bool = False) -> dict[str, Capacity | None]:
         if fresh:

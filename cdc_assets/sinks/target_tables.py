@@ -15,13 +15,18 @@ class TargetTables:
         self.sink = sink
         self._capacities: dict[TableId, dict[str, Capacity | None]] = {}  # see capacities
 
-    def ensure(self, schema: TableSchema) -> bool:
-        """Create the target table when missing (returns True); accept an existing one holding every column."""
+    def ensure(self, schema: TableSchema, follow: bool = False) -> bool:
+        """Create the target table when missing (returns True); accept an existing one holding every column;
+        `follow` (a re-plan, the way out of a column renamed or left out): add the payload columns it lacks."""
         sink = self.sink
         self._capacities.pop(schema.table, None)
         existing = sink.existing_columns(schema.table)
         if existing is not None:
             missing = [c.name for c in schema.columns if c.name not in existing]
+            lacking = [c for c in schema.columns if c.name in missing and c.name not in schema.primary_key]
+            if follow and lacking and len(lacking) == len(missing):
+                self.add_columns(schema, lacking)
+                missing = []
             if missing:
                 raise TableError(
                     f"target table {schema.table} exists but lacks columns {missing} on {sink.url}",
@@ -38,8 +43,10 @@ class TargetTables:
             cur.execute(f"CREATE TABLE {sink.table_sql(schema.table)} ({', '.join(cols)}, PRIMARY KEY ({key}))")
         return True
 
-    def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
-        """Add to the target table those of `columns` it lacks (the source added them)."""
+    def add_columns(self, schema: TableSchema, columns: list[Column], defaults: dict[str, str] | None = None) -> None:
+        """Add to the target table those of `columns` it lacks (the source added them), each with its constant
+        default in `defaults`, so that the rows there get it as the source's did (no log event carries them)."""
+        defaults = defaults or {}
         sink = self.sink
         self._capacities.pop(schema.table, None)
         existing = sink.existing_columns(schema.table) or set()
@@ -47,7 +54,8 @@ class TargetTables:
             for column in columns:
                 if column.name not in existing:
                     cur.execute(f"ALTER TABLE {sink.table_sql(schema.table)} ADD COLUMN {sink.q(column.name)} "
-                                f"{sink.column_type(column, False)}")
+                                f"{sink.column_type(column, False)}"
+                                + (f" DEFAULT {defaults[column.name]}" if column.name in defaults else ""))
 
     def capacities(self, table: TableId, fresh: bool = False) -> dict[str, Capacity | None]:
         """What each column of the target table holds, from its catalog: read once per table and sink (each run

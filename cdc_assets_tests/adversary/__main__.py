@@ -1,5 +1,5 @@
 """`python -m cdc_assets_tests.adversary --seed N --scenarios K [--direction D] [--reset] [--target-away-pg]
-[--restart] [--shrink]`: runs the scenarios
+[--restart] [--schema-changes] [--shrink]`: runs the scenarios
 of seeds N..N+K-1 on private servers started in a temp dir (stopped at the end), prints each outcome and a
 summary; a failing seed is printed with the command that reruns it. Exit status 1 when any scenario failed."""
 from __future__ import annotations
@@ -61,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
                         "(its database closed to connections and opened again; default: never)")
     p.add_argument("--restart", action="store_true",
                    help="give every scenario a source restart while a sync runs (default: never)")
+    p.add_argument("--schema-changes", action="store_true",
+                   help="give every single-target scenario 1-3 schema changes in its log phase, under a "
+                        "schema_change_policy drawn from the seed (default: none)")
     p.add_argument("--shrink", action="store_true", help="reduce a failing seed to fewer rows and transactions")
     p.add_argument("--confirm", action="store_true", help="rerun a failing seed once: a pass says timing made it flaky")
     p.add_argument("--describe", action="store_true", help="print the scenarios without running them")
@@ -68,18 +71,22 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the private servers are stopped
     seeds = range(args.seed, args.seed + args.scenarios)
-    scenarios = [build(s, d, reset=args.reset or None, away_pg=args.target_away_pg, restart=args.restart) for s in seeds for d in (args.direction or [None])]
+    scenarios = [build(s, d, reset=args.reset or None, away_pg=args.target_away_pg, restart=args.restart,
+                       schema_changes=args.schema_changes) for s in seeds for d in (args.direction or [None])]
     if args.describe or args.script:
         print("\n".join(s.script() if args.script else s.describe() for s in scenarios))
         return 0
-    from cdc_assets_tests.adversary.runner import run
+    from cdc_assets_tests.adversary.runner import Outcome, run
     from cdc_assets_tests.adversary.shrink import shrink
 
     started, outcomes = time.monotonic(), []
     with private_servers() as servers:
         for scenario in scenarios:
             print(scenario.describe(), flush=True)
-            outcome = run(scenario, servers)
+            try:
+                outcome = run(scenario, servers)
+            except Exception as exc:  # noqa: BLE001 - the harness failed on this seed: the next ones still run
+                outcome = Outcome(scenario.seed, scenario.direction, "error", [f"{type(exc).__name__}: {exc}"])
             outcomes.append(outcome)
             print(outcome.line(), flush=True)
             if outcome.status not in GOOD and args.confirm:
@@ -99,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
 def rerun_flags(scenario) -> str:
     """The flags that gave the scenario a fault its seed alone does not draw."""
     flags = {"target_away_pg": " --target-away-pg", "restart": " --restart"}
-    return "".join(flags[f.kind] for f in scenario.faults if f.kind in flags)
+    return "".join(flags[f.kind] for f in scenario.faults if f.kind in flags) + \
+        (" --schema-changes" if scenario.changes else "")
 
 
 def summary(outcomes, seconds: float) -> str:

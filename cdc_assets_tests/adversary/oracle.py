@@ -26,6 +26,14 @@ def texts(conn, engine: str, namespace: str, table: Table) -> Rows:
     return {tuple(r[:n]): {c: None if v is None else k.canon(v) for (c, k), v in zip(kinds, r[n:])} for r in rows}
 
 
+def columns_of(conn, namespace: str, table: Table) -> set[str]:
+    """The columns `table` has on a server (both engines answer information_schema alike)."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s",
+                    (namespace, table.name))
+        return {r[0] for r in cur.fetchall()}
+
+
 def differences(source: Rows, target: Rows, limit: int = 5, names: tuple[str, str] = ("target", "source")) -> list[str]:
     """Each differing row, at most `limit`: missing, extra, or the columns whose text differs; `names`: what
     `target` and `source` are called in the lines."""

@@ -2,6 +2,7 @@
 from `random.Random(seed)` in a fixed order, so the same seed builds the same scenario on every machine."""
 from __future__ import annotations
 
+import copy
 import random
 import re
 from dataclasses import dataclass, field, replace
@@ -10,6 +11,7 @@ from cdc_assets_tests.adversary.faults import (AWAY, FAULTS, RESET, SAVEPOINT, I
                                               Savepoint, SourceRestart, TargetAway)
 from cdc_assets_tests.adversary.kinds import MYSQL, POSTGRES
 from cdc_assets_tests.adversary.schema import Table, random_table, with_late_kinds
+from cdc_assets_tests.adversary.schema_changes import Change, draw_log, left_out, tables_after
 from cdc_assets_tests.adversary.targets import Target, describe as describe_targets, draw_three, single
 from cdc_assets_tests.adversary.workload import Workload
 
@@ -38,6 +40,8 @@ class Scenario:
     notes: tuple[str, ...] = field(default=())
     targets: tuple[Target, ...] = ()
     commit_policy: str = "all"
+    changes: tuple[Change, ...] = ()  # schema changes, each a transaction of its own in during_log
+    schema_policy: str = "halt"
 
     @property
     def source(self) -> str:
@@ -51,7 +55,9 @@ class Scenario:
                 f"{len(self.setup)} seed rows, "
                 f"{len(self.during_snapshot)}+{len(self.during_log)} transactions, faults "
                 f"{', '.join(f.describe() for f in self.faults) or 'none'}, "
-                f"{'exactly-once' if self.exactly_once else 'at-least-once'}")
+                f"{'exactly-once' if self.exactly_once else 'at-least-once'}" +
+                (f"; schema changes under {self.schema_policy}: {', '.join(c.describe() for c in self.changes)}"
+                 if self.changes else ""))
 
     def script(self) -> str:
         """The scenario as a person reads it: DDL, seed rows, each transaction, and where the faults fall."""
@@ -101,13 +107,22 @@ class Scenario:
     def shrunk(self, **changes) -> "Scenario":
         return replace(self, **changes)
 
+    def tables_at(self, quiet_point: int) -> tuple[Table, ...]:
+        """The source's tables at quiet point 1 or 2: with the schema changes run before it."""
+        written = self.during_log[:len(self.during_log) // 2] if quiet_point == 1 else self.during_log
+        return tables_after(self.tables, self.changes, written, self.source, self.namespace)
+
+    def left_out(self) -> dict[str, set[str]]:
+        return left_out(self.changes, self.schema_policy)
+
 
 def build(seed: int, direction: str | None = None, reset: bool | None = None, away_pg: bool = False,
-          restart: bool = False) -> Scenario:
+          restart: bool = False, schema_changes: bool = False) -> Scenario:
     """The scenario of `seed`; `direction` fixed, or drawn from the seed (one of the four single-target ones);
     `reset`: a reset fault always (True), never (False), or when the seed draws one (None); `away_pg`: a PostgreSQL
     target away where one applies, `restart`: a source restart, each only when asked (its timing from a stream of
-    its own), so that every seed keeps the scenario it had before them."""
+    its own), so that every seed keeps the scenario it had before them; `schema_changes`: schema changes in the log
+    phase (single-target directions; the scenario then has no savepoint nor reset, which a re-plan would void)."""
     rng = random.Random(seed)
     drawn = rng.choice(sorted(DIRECTIONS))
     direction = direction or drawn
@@ -122,12 +137,18 @@ def build(seed: int, direction: str | None = None, reset: bool | None = None, aw
     work = Workload(rng, tables, source, tuple(sorted({t.engine for t in targets})), namespace, late)
     setup = tuple(s for t in tables for s in work.seed_rows(t, rng.randint(5, 60)))
     during_snapshot = tuple(tuple(work.transaction()) for _ in range(rng.randint(5, 30)))
+    fork = copy.deepcopy(work) if schema_changes else None  # its own copy of the stream: the draws after stay
     during_log = tuple(tuple(work.transaction(big=rng.random() < 0.1)) for _ in range(rng.randint(20, 80)))
+    changes, schema_policy = (), "halt"
+    if schema_changes and direction not in THREE:
+        during_log, changes, schema_policy = draw_log(random.Random(f"schema changes {seed}"), fork, source,
+                                                      namespace)
     # mysql.md: exactly-once needs an integer or decimal split column (a text key stops the plan, as documented)
     exactly_once = source == MYSQL and rng.random() < 0.5 and all(t.key_shape != "text" for t in tables)
     part_events = rng.choice((3, 10, 5000))
     probe = Scenario(seed, direction, namespace, tuple(tables), setup, during_snapshot, during_log, (),
-                     exactly_once, rng.choice((7, 20, 1000)), part_events, targets=targets, commit_policy=policy)
+                     exactly_once, rng.choice((7, 20, 1000)), part_events, targets=targets, commit_policy=policy,
+                     changes=changes, schema_policy=schema_policy)
     faults = []
     for _ in range(rng.randint(1, 3)):
         kinds = [f for f in FAULTS if f.applies(probe)]
@@ -145,5 +166,7 @@ def build(seed: int, direction: str | None = None, reset: bool | None = None, aw
         away.append(PostgresTargetAway().draw(random.Random(f"target away pg {seed}"), probe))
     if restart:
         away.append(SourceRestart().draw(random.Random(f"restart {seed}"), probe))
+    if changes:
+        savepoint, resets = [], []
     return replace(probe, faults=tuple(snapshot_faults + [f for f in faults if f.kind != "snapshot_crash_point"] +
                                        away + savepoint + resets))

@@ -12,6 +12,7 @@ from cdc_assets_tests.adversary.kinds import BY_NAME, KINDS
 from cdc_assets_tests.adversary.oracle import differences
 from cdc_assets_tests.adversary.runner import Servers, run
 from cdc_assets_tests.adversary.scenario import build
+from cdc_assets_tests.adversary.schema_changes import Change, left_out
 from cdc_assets_tests.adversary.shrink import halves, without_table
 from cdc_assets_tests.adversary.targets import Target, tolerates
 
@@ -33,6 +34,11 @@ SEEDS = [
     # a crash point, SIGTERM; a reset to the checkpoint at the first quiet point; a savepoint on every target before
     # the second half's writes, rolled back on every target at its quiet point (about 20 s)
 ]
+
+# Schema changes in the log phase (`--schema-changes`), one seed per source: under halt an added column, renamed in
+# the same segment (the way out, apply_add_columns, then stops for the rename: a re-plan), then a varchar widened
+# past what the target column holds (the ALTER the stop names, on the target); about 30-50 s each.
+SCHEMA_SEEDS = [(2, "mysql-postgres"), (2, "postgres-postgres")]
 
 
 # Seeds that stop loudly (documented): a PostgreSQL key move whose TOASTed text is unchanged, replayed onto a
@@ -74,6 +80,17 @@ def test_seeded_scenario_with_a_server_away_ends_equal(tmp_path, servers, mariad
     assert outcome.status == "pass", f"{scenario.describe()}\n{outcome.line()}"
     away = [f for f in outcome.faults if f.startswith(("target_away_pg(", "restart("))]
     assert away and all(" gave_up" not in f for f in away), outcome.faults  # the sync retried, as documented
+
+
+@pytest.mark.parametrize("seed, direction", SCHEMA_SEEDS)
+def test_seeded_schema_changes_end_with_the_target_equal_in_the_columns_the_docs_promise(tmp_path, servers,
+                                                                                        mariadb_target, spark, seed,
+                                                                                        direction):
+    scenario = build(seed, direction, schema_changes=True)
+    outcome = run(scenario, Servers(servers.mariadb, servers.postgres, mariadb_target, spark, tmp_path))
+    assert outcome.status == "pass", f"{scenario.describe()}\n{outcome.line()}"
+    assert {"policy", "replan", "alter_target"} <= {f.split("(")[0][len("way_out_"):] for f in outcome.faults
+                                                    if f.startswith("way_out_")}, outcome.line()
 
 
 def test_a_scenario_is_its_seed():
@@ -174,3 +191,32 @@ def test_the_shrinker_removes_a_table_with_every_statement_naming_it():
     assert statements and not any('."t0"' in s for s in statements)
     assert all(tx for tx in smaller.during_log)
     assert [len(c) for c in halves(tuple(range(4)))] == [2, 2, 3, 3, 3, 3]
+
+
+def test_schema_changes_leave_the_seed_as_it_was_up_to_the_first_and_writes_follow_them():
+    for seed, direction in [(3, "mysql-postgres"), (6, "postgres-mysql"), (2, "mysql-mysql")]:
+        plain, changed = build(seed, direction), build(seed, direction, schema_changes=True)
+        assert plain == build(seed, direction, schema_changes=False) and not plain.changes and changed.changes
+        assert (changed.tables, changed.setup, changed.during_snapshot) == \
+            (plain.tables, plain.setup, plain.during_snapshot)
+        ddl = [i for i, tx in enumerate(changed.during_log) if tx[0].startswith("ALTER TABLE")]
+        assert len(ddl) == len(changed.changes) and changed.during_log[:ddl[0]] == plain.during_log[:ddl[0]]
+        assert [f for f in changed.faults if f.kind not in ("savepoint", "reset")] == \
+            [f for f in plain.faults if f.kind not in ("savepoint", "reset")]
+        assert changed.tables_at(2) != changed.tables  # the oracle's columns at the end
+        for change in changed.changes:  # no write names a column after the change took it away
+            gone = f"`{change.column}`" if changed.source == "mysql" else f'"{change.column}"'
+            after = [s for tx in changed.during_log[changed.during_log.index((change.statement(
+                changed.source, changed.namespace),)) + 1:] for s in tx if f".`{change.table}`" in s or
+                f'."{change.table}"' in s]
+            if change.kind in ("drop", "rename") and not any(c.column == change.column and c.kind == "add"
+                                                             for c in changed.changes):
+                assert not any(gone in s for s in after if not s.startswith("ALTER")), change
+    assert "schema changes under" in build(3, "mysql-postgres", schema_changes=True).describe()
+    assert not build(3, "mysql-three", schema_changes=True).changes  # single-target directions only
+
+
+def test_a_column_added_under_ignore_stays_left_out_under_a_new_name():
+    changes = (Change("add", "t0", "c_add1", "int"), Change("rename", "t0", "c_add1", "c_add1_r2"))
+    assert left_out(changes, "ignore") == {"t0": {"c_add1", "c_add1_r2"}}
+    assert left_out(changes, "apply_add_columns") == {}

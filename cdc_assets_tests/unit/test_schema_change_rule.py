@@ -23,7 +23,7 @@ def sink(v_length: int, added: list):
     return SimpleNamespace(column_capacities=lambda table, fresh=False: caps,
                            target_format=lambda: SimpleNamespace(declared=lambda c, k: c.native),
                            alter_column_sql=lambda table, c: f"ALTER {c.name} TYPE {c.native}",
-                           add_columns=lambda schema, columns: added.extend(c.name for c in columns))
+                           add_columns=lambda schema, columns, defaults=None: added.extend(c.name for c in columns))
 
 
 def decide(kind: K, policy: str, added=(), columns=(), v_length=10):

@@ -75,7 +75,7 @@ class MongoSink:
     def check_key_order(self, kind: str, source_db_type: str) -> bool:
         return order_agrees(kind, source_db_type)
 
-    def ensure_table(self, schema: TableSchema) -> bool:
+    def ensure_table(self, schema: TableSchema, follow: bool = False) -> bool:
         """Create the collection when missing (True). An existing one is accepted when its documents' `_id` has
         the form this key gives (a value, or a sub-document of the key columns in order): other `_id`s would
         never match a key, and every row would be written a second time beside them."""
@@ -107,7 +107,7 @@ class MongoSink:
     def alter_column_sql(self, table: TableId, column: Column) -> str:
         return ""  # never asked: every field holds any value
 
-    def add_columns(self, schema: TableSchema, columns: list[Column]) -> None:
+    def add_columns(self, schema: TableSchema, columns: list[Column], defaults: dict[str, str] | None = None) -> None:
         """Documents have no schema; existing ones get the new fields as null, as a SQL ADD COLUMN gives them."""
         if columns:
             for column in columns:

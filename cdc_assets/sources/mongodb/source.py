@@ -74,6 +74,9 @@ class MongoSource:
                               f"add it: source.collections: {{{table}: {{}}}} (the whole document) or with fields")
         return self.specs[table]
 
+    def constant_defaults(self, table: TableId) -> dict[str, str]:
+        return {}  # a collection declares no defaults
+
     def describe(self, table: TableId, split_column: str | None = None) -> TableSchema:
         spec = self.spec(table)
         if split_column not in (None, ID):

@@ -1,0 +1,148 @@
+"""Schema changes the application makes on the source between its log-phase transactions, drawn from a menu by a
+stream of the seed of their own, and only when asked (`--schema-changes`), so that every seed keeps the scenario
+it drew without them. With them comes the `pipeline.schema_change_policy` the task runs under.
+
+What the task does about each is docs/concepts/log-phase.md "Schema changes": an added column is followed under
+`apply_add_columns`, left out under `ignore` (until a re-plan), stops under `halt` (way out: another policy); a
+widened or int-to-bigint column is followed once the target's column holds it (way out: the ALTER the error
+names, on the target); a dropped or renamed column stops under every policy (way out: `plan --replan`). The
+runner applies the way out the error names (ways_out.py); the oracle compares the source's current columns, less
+those the docs say the target does not get.
+
+To add a change to the menu: a function `(rng, table, engine) -> Change | None` appended to MENU, and the
+`Change.after` and `Change.statement` cases for its kind."""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+
+from cdc_assets_tests.adversary.kinds import BY_NAME, MYSQL, POSTGRES, Kind, literal
+from cdc_assets_tests.adversary.schema import Table, q
+
+POLICIES = ("halt", "apply_add_columns", "ignore")
+DEFAULTS = {"int": "7", "varchar": "'d'"}  # the kinds an added column is of, with its DEFAULT
+
+# A varchar widened to 100 characters: written with values past the old 40 afterwards. In BY_NAME only, so that
+# no table draws it (kinds.py KINDS).
+BY_NAME["varchar100"] = Kind(
+    "varchar100", {MYSQL: "VARCHAR(100) CHARACTER SET utf8mb4", POSTGRES: "VARCHAR(100)"},
+    {e: (literal(e, "w" * 100), literal(e, "🚀" * 60)) for e in (MYSQL, POSTGRES)},
+    lambda rng, e: literal(e, "".join(rng.choice("ab ü🚀") for _ in range(rng.randint(30, 100)))))
+
+
+@dataclass(frozen=True)
+class Change:
+    """`kind`: add | drop | rename | widen | int_to_bigint; `column`: the column it adds, drops, renames or
+    retypes; `to`: the kind it adds or retypes to, or the new name."""
+    kind: str
+    table: str
+    column: str
+    to: str = ""
+
+    def statement(self, engine: str, namespace: str) -> str:
+        table = f"ALTER TABLE {q(engine, namespace)}.{q(engine, self.table)}"
+        column = q(engine, self.column)
+        kind = BY_NAME.get(self.to)
+        if self.kind == "add":
+            return f"{table} ADD COLUMN {column} {kind.ddl[engine]} DEFAULT {DEFAULTS[self.to]}"
+        if self.kind == "drop":
+            return f"{table} DROP COLUMN {column}"
+        if self.kind == "rename":
+            return f"{table} RENAME COLUMN {column} TO {q(engine, self.to)}"
+        if engine == MYSQL:  # repeating an added column's default, which MODIFY drops otherwise (log-phase.md)
+            kept = DEFAULTS["int" if self.kind == "int_to_bigint" else "varchar"]
+            return f"{table} MODIFY {column} {kind.ddl[engine]}" + (f" DEFAULT {kept}" if self.column.startswith(
+                "c_add") else "")
+        return f"{table} ALTER COLUMN {column} TYPE {kind.ddl[engine]}"
+
+    def after(self, table: Table) -> Table:
+        """The table as the source has it after the change."""
+        columns = list(table.columns)
+        at = next((i for i, (c, _) in enumerate(columns) if c == self.column), None)
+        if self.kind == "add":
+            columns.append((self.column, self.to))
+        elif self.kind == "drop":
+            del columns[at]
+        elif self.kind == "rename":
+            columns[at] = (self.to, columns[at][1])
+        else:
+            columns[at] = (self.column, self.to)
+        return replace(table, columns=tuple(columns))
+
+    def describe(self) -> str:
+        return f"{self.kind}({self.table}.{self.column}{' -> ' + self.to if self.to else ''})"
+
+
+def _add(rng: random.Random, table: Table, engine: str, number: int) -> Change | None:
+    return Change("add", table.name, f"c_add{number}", rng.choice(sorted(DEFAULTS)))
+
+
+def _drop(rng: random.Random, table: Table, engine: str, number: int) -> Change | None:
+    return Change("drop", table.name, rng.choice(table.columns)[0]) if len(table.columns) > 1 else None
+
+
+def _rename(rng: random.Random, table: Table, engine: str, number: int) -> Change | None:
+    return Change("rename", table.name, (c := rng.choice(table.columns)[0]), f"{c}_r{number}") if table.columns \
+        else None
+
+
+def _retype(old: str, new: str, kind: str):
+    def draw(rng: random.Random, table: Table, engine: str, number: int) -> Change | None:
+        found = [c for c, k in table.columns if k == old]
+        return Change(kind, table.name, rng.choice(found), new) if found else None
+    return draw
+
+
+MENU = [_add, _drop, _rename, _retype("varchar", "varchar100", "widen"), _retype("int", "bigint", "int_to_bigint")]
+WEIGHTS = [3, 1, 1, 2, 2]
+
+
+def draw_log(rng: random.Random, work, source: str, namespace: str) -> tuple[tuple, tuple[Change, ...], str]:
+    """The log phase's transactions as `work` draws them (the same as without schema changes up to the first),
+    with 1-3 changes run between them, each as a transaction of its own; and the policy."""
+    policy = rng.choice(POLICIES)
+    count = work.rng.randint(20, 80)
+    at = set(rng.sample(range(2, count), k=rng.randint(1, 3)))
+    transactions, changes = [], []
+    for i in range(count):
+        if i in at:
+            change = _draw_change(rng, work.tables, source, len(changes) + 1)
+            if change is not None:
+                index = next(n for n, t in enumerate(work.tables) if t.name == change.table)
+                work.tables[index] = change.after(work.tables[index])
+                changes.append(change)
+                transactions.append((change.statement(source, namespace),))
+        transactions.append(tuple(work.transaction(big=work.rng.random() < 0.1)))
+    return tuple(transactions), tuple(changes), policy
+
+
+def _draw_change(rng: random.Random, tables: list[Table], source: str, number: int) -> Change | None:
+    for _ in range(10):
+        table = rng.choice(tables)
+        change = rng.choices(MENU, WEIGHTS)[0](rng, table, source, number)
+        if change is not None:
+            return change
+    return None
+
+
+def tables_after(tables: tuple[Table, ...], changes: tuple[Change, ...], written: tuple[tuple[str, ...], ...],
+                 source: str, namespace: str) -> tuple[Table, ...]:
+    """The source's tables once the transactions `written` ran: with the changes among them."""
+    ran = {s for tx in written for s in tx}
+    out = {t.name: t for t in tables}
+    for change in changes:
+        if change.statement(source, namespace) in ran:
+            out[change.table] = change.after(out[change.table])
+    return tuple(out[t.name] for t in tables)
+
+
+def left_out(changes: tuple[Change, ...], policy: str) -> dict[str, set[str]]:
+    """Columns the target does not get (until a re-plan sees them): the ones added under `ignore`, under any name
+    a rename gives them (a change confined to columns left out goes on)."""
+    out: dict[str, set[str]] = {}
+    for change in changes:
+        if change.kind == "add" and policy == "ignore":
+            out.setdefault(change.table, set()).add(change.column)
+        elif change.kind == "rename" and change.column in out.get(change.table, set()):
+            out[change.table].add(change.to)
+    return out

@@ -1,0 +1,107 @@
+"""The ways out of a schema change's stop that docs/concepts/log-phase.md "Schema changes" names, applied as an
+operator would, so that a scenario with schema changes goes on and its oracle still has to pass: another policy
+for an added column under `halt`, the ALTER the error names on the target for a retyped column, `plan --replan`
+(and the snapshot it asks for) for a dropped or renamed column. A stop that does not name a table of the task and
+one of these ways out is not a documented stop: the scenario stops there."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import yaml
+
+from cdc_assets_tests.adversary.faults import outcome, run_cli
+from cdc_assets_tests.adversary.kinds import MYSQL
+from cdc_assets_tests.adversary.oracle import columns_of
+from cdc_assets_tests.adversary.schema import Table
+
+HALTED = re.compile(r"DDL on captured table (\S+) at .*? stops the incremental phase \(schema_change_policy")
+ALTERS = re.compile(r"make the target's columns hold the new definitions \((.*?)\) and run again", re.S)
+OTHER_POLICY = "set pipeline.schema_change_policy: apply_add_columns"
+
+
+@dataclass
+class WaysOut:
+    """The ways out one scenario run applied, and what a re-plan saw (its columns are captured from then on)."""
+    scenario: object
+    servers: object
+    ns: str
+    path: Path
+    env: dict
+    watch: object = None
+    seen: dict[str, set[str]] = field(default_factory=dict)
+
+    def apply(self, out: str) -> tuple[str, str]:
+        """(the way out applied, or "" when `out` names none; what went wrong applying it, or "")."""
+        halted = HALTED.search(out)
+        if halted is None or halted.group(1) not in {f"{self.ns}.{t.name}" for t in self.scenario.tables}:
+            return "", ""
+        if OTHER_POLICY in out:
+            raw = yaml.safe_load(self.path.read_text())
+            raw.setdefault("pipeline", {})["schema_change_policy"] = "apply_add_columns"
+            self.path.write_text(yaml.safe_dump(raw))
+            return "policy", ""
+        alters = ALTERS.search(out)
+        if alters is not None:
+            target = self.scenario.targets[0].connect(self.servers, self.ns)
+            try:
+                with target.cursor() as cur:
+                    for statement in alters.group(1).split("; "):
+                        cur.execute(statement)
+            except Exception as exc:  # noqa: BLE001 - the named statement failing is the finding
+                return "alter_target", f"the ALTER the stop named failed: {exc}"
+            finally:
+                target.close()
+            return "alter_target", ""
+        if "cdc-assets plan --replan" in out:
+            return "replan", self._replan()
+        return "", ""
+
+    def _replan(self) -> str:
+        with self.watch.rewinding():  # a re-plan discards the checkpoint by design
+            for args in (("plan", "--replan"), ("snapshot",)):
+                status, out = outcome(run_cli(self.path, self.env, *args))
+                if status != "passed":
+                    return f"{' '.join(args)}: {status}: {out.strip()[-1500:]}"
+        for name, columns in self._source_columns().items():
+            self.seen.setdefault(name, set()).update(columns)
+        return ""
+
+    def _source_columns(self) -> dict[str, set[str]]:
+        mysql = self.scenario.source == MYSQL
+        server = self.servers.mariadb if mysql else self.servers.postgres
+        conn = server.connect(self.ns)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = %s",
+                            (self.ns,))
+                rows = cur.fetchall()
+        finally:
+            conn.close()
+        out: dict[str, set[str]] = {}
+        for table, column in rows:
+            out.setdefault(table, set()).add(column)
+        return out
+
+    def on_the_target(self, tables: tuple[Table, ...]) -> tuple[tuple[Table, ...], list[str]]:
+        """The tables to compare, less the columns the docs say the target does not get and those it lacks; and
+        a line for each it lacks that it should have (a divergence)."""
+        tables = self._compared(tables)
+        target = self.scenario.targets[0].connect(self.servers, self.ns)
+        try:
+            present = {t.name: columns_of(target, self.ns, t) for t in tables}
+        finally:
+            target.close()
+        lacking = [f"{t.name}: column {c} missing from the target" for t in tables for c, _ in t.columns
+                   if c not in present[t.name]]
+        return tuple(replace(t, columns=tuple((c, k) for c, k in t.columns if c in present[t.name]))
+                     for t in tables), lacking
+
+    def _compared(self, tables: tuple[Table, ...]) -> tuple[Table, ...]:
+        """The source's tables less the columns the target does not get: added under `ignore`, and not seen by a
+        re-plan since."""
+        left_out = self.scenario.left_out()
+        return tuple(replace(t, columns=tuple((c, k) for c, k in t.columns
+                                              if c not in left_out.get(t.name, set()) - self.seen.get(t.name, set())))
+                     for t in tables)
