@@ -37,7 +37,7 @@ import yaml
 import cdc_assets
 from cdc_assets.config import load_config
 from cdc_assets.core.keys import range_predicate
-from cdc_assets.dev.servers import start_servers
+from cdc_assets.dev.servers import start_servers, stop_servers
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
 from cdc_assets.engine.verify import FAILED, INCONCLUSIVE, PASSED, verify_table
@@ -426,8 +426,11 @@ def main() -> None:
     parser.add_argument("--dir", default="/tmp/cdc-bench-verify")
     args = parser.parse_args()
     mariadb, postgres = start_servers(Path(args.dir) / "servers")
-    for kind in ("mysql", "postgres") if args.direction == "both" else (args.direction,):
-        bench(kind, args, mariadb, postgres)
+    try:
+        for kind in ("mysql", "postgres") if args.direction == "both" else (args.direction,):
+            bench(kind, args, mariadb, postgres)
+    finally:
+        stop_servers(Path(args.dir) / "servers")
 
 
 if __name__ == "__main__":
