@@ -86,6 +86,12 @@ class Window:
         time.sleep(VISIBLE_SECS)
         return cls(split, start, None, set())
 
+    def read_ahead(self, rt: TaskRuntime, plan: SplitPlan, schema: TableSchema) -> None:
+        """Read the log so far before the target's hold, so that the hold waits only for the log since. Row
+        versions are read once, under the hold."""
+        if self.versions is None:
+            self.changed(rt, plan, schema)
+
     def changed(self, rt: TaskRuntime, plan: SplitPlan, schema: TableSchema) -> set[tuple]:
         """The keys changed since the window opened, up to now; called again, it reads only the log since."""
         if self.versions is not None:

@@ -186,7 +186,7 @@ def _repair(rt: TaskRuntime, lanes: list[TaskRuntime], plan: SplitPlan, schema: 
     try:
         staged = _read_group(rt, lanes, plan, schema, [split])
         wait_for_sync([t.lane for t in staged.targets], split, staged.marks[0].high)
-        window.changed(rt, plan, schema)  # the log read so far, before any hold in the target
+        window.read_ahead(rt, plan, schema)
     except BaseException:
         locks.release([split.id])
         raise
