@@ -293,8 +293,9 @@ class Sink(Protocol):
         (or says now, with `fresh`: the log's values are then cast to what it says now); {} for a target
         without declared columns."""
 
-    def alter_column_sql(self, table: TableId, column: Column) -> str:
-        """The statement that makes the target column hold `column`'s values (advice in messages)."""
+    def alter_column_sql(self, table: TableId, column: Column, in_key: bool = False) -> str:
+        """The statement that makes the target column hold `column`'s values (advice in messages, and what a
+        re-plan runs)."""
 
     def staging_table(self, table: TableId, first_split: int) -> TableId: ...
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 import logging
 import traceback
 
+from cdc_assets.core.fits import Family, holds
 from cdc_assets.core.splits import Split
+from cdc_assets.core.tables import TableId
+from cdc_assets.engine.planning import describe
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.target_down import one_line
-from cdc_assets.errors import CdcError
+from cdc_assets.errors import CdcError, TableError
 from cdc_assets.resumer.records import now_text
 from cdc_assets.resumer.resumer import SplitWatermarks
 from cdc_assets.spark.errors import root_cause
@@ -40,6 +43,8 @@ def split_failed(rt: TaskRuntime, splits: list[Split], marks: list[SplitWatermar
     """One line for the CLI, the Dagster run and the position records; the whole trace to errors.log. `detail`:
     what the engine found out about the cause, after the database's message."""
     message, where = root_cause(exc, where)
+    if detail is None and "commit" in where:
+        detail = narrower_target(rt, splits[0].table)
     if detail is not None:
         message += f"; {detail.message} ({detail.hint})"
     ids = [s.id for s in splits]
@@ -50,3 +55,23 @@ def split_failed(rt: TaskRuntime, splits: list[Split], marks: list[SplitWatermar
     with open(log_dir / ERRORS_LOG, "a", encoding="utf-8") as out:
         out.write(f"{now_text()} | {line}\n{''.join(traceback.format_exception(exc))}\n")
     return SplitFailed(line, f"fix the cause, then materialize the splits again; the trace is in {log_dir / ERRORS_LOG}")
+
+
+def narrower_target(rt: TaskRuntime, table: TableId) -> CdcError | None:
+    """Why a commit may have failed that the server's message does not say: target columns too narrow for the
+    source's current definitions (a column the source widened or retyped since the target table was made).
+    None when every column holds, or when the catalogs cannot be read now."""
+    try:
+        schema = describe(rt, table)
+        capacities = rt.sink.column_capacities(table, fresh=True)
+    except Exception:  # the failure is reported as the server said it, without this guess
+        return None
+    narrow = [c for c in schema.columns if (cap := capacities.get(c.name)) is not None
+              and cap.family is not Family.OTHER and not holds(cap, c)]
+    if not narrow:
+        return None
+    return TableError(
+        f"target columns of {table} do not hold the source's current definitions: "
+        + ", ".join(f"'{c.name}' is {capacities[c.name].type_text}, the source's {c.native}" for c in narrow),
+        "; ".join(rt.sink.alter_column_sql(table, c, c.name in schema.primary_key) for c in narrow)
+        + " (then materialize the splits again); or re-plan, which alters them: cdc-assets plan --replan")

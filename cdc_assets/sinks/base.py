@@ -86,7 +86,7 @@ class SqlSink:
     def existing_columns(self, table: TableId) -> set[str] | None:
         raise NotImplementedError
 
-    def alter_column_sql(self, table: TableId, column: Column) -> str:
+    def alter_column_sql(self, table: TableId, column: Column, in_key: bool = False) -> str:
         raise NotImplementedError
 
     def staging_prefix(self) -> str:

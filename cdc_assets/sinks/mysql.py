@@ -141,8 +141,10 @@ class MysqlSink(SqlSink):
         row = cursor.fetchone()
         return int(row[0]) if row else 0
 
-    def alter_column_sql(self, table: TableId, column: Column) -> str:
-        return f"ALTER TABLE {self.table_sql(table)} MODIFY {self.q(column.name)} {self.column_type(column, False)}"
+    def alter_column_sql(self, table: TableId, column: Column, in_key: bool = False) -> str:
+        # MODIFY restates the whole column: without NOT NULL it would make a NOT NULL column nullable
+        null = " NOT NULL" if in_key or not column.nullable else ""
+        return f"ALTER TABLE {self.table_sql(table)} MODIFY {self.q(column.name)} {self.column_type(column, in_key)}{null}"
 
     def existing_columns(self, table: TableId) -> set[str] | None:
         with self.catalog() as cur:

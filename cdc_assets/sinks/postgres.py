@@ -74,8 +74,9 @@ class PostgresSink(SqlSink):
             self.lookups.forget_casts(table)  # the casts follow what the capacities say
         return super().column_capacities(table, fresh)
 
-    def alter_column_sql(self, table: TableId, column: Column) -> str:
-        return f"ALTER TABLE {self.table_sql(table)} ALTER COLUMN {self.q(column.name)} TYPE {self.column_type(column, False)}"
+    def alter_column_sql(self, table: TableId, column: Column, in_key: bool = False) -> str:
+        return (f"ALTER TABLE {self.table_sql(table)} ALTER COLUMN {self.q(column.name)} "
+                f"TYPE {self.column_type(column, in_key)}")
 
     def _check_types(self, schema: TableSchema) -> None:
         """Same engine, same declarations: a type from an extension (hstore) must exist on the target too."""

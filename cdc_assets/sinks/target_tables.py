@@ -2,9 +2,13 @@
 column, following the columns the source adds, and what each column holds as the catalog declares it."""
 from __future__ import annotations
 
-from cdc_assets.core.fits import Capacity, capacity
+import logging
+
+from cdc_assets.core.fits import Capacity, Family, capacity, holds
 from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.errors import TableError
+
+log = logging.getLogger("cdc_assets.sink")
 
 
 class TargetTables:
@@ -17,7 +21,8 @@ class TargetTables:
 
     def ensure(self, schema: TableSchema, follow: bool = False) -> bool:
         """Create the target table when missing (returns True); accept an existing one holding every column;
-        `follow` (a re-plan, the way out of a column renamed or left out): add the payload columns it lacks."""
+        `follow` (a re-plan, the way out of a column renamed, retyped or left out): add the payload columns it
+        lacks, and make those too narrow for the source's current definitions hold them."""
         sink = self.sink
         self._capacities.pop(schema.table, None)
         existing = sink.existing_columns(schema.table)
@@ -31,6 +36,8 @@ class TargetTables:
                 raise TableError(
                     f"target table {schema.table} exists but lacks columns {missing} on {sink.url}",
                     "add them, or drop the target table so it is created from the source")
+            if follow:
+                self._hold_source_types(schema)
             sink.check_key_columns(schema)
             return False
         # NULL said out loud: MySQL with explicit_defaults_for_timestamp=OFF makes an unqualified TIMESTAMP
@@ -42,6 +49,31 @@ class TargetTables:
             cur.execute(sink.create_namespace_sql(schema.table.namespace))
             cur.execute(f"CREATE TABLE {sink.table_sql(schema.table)} ({', '.join(cols)}, PRIMARY KEY ({key}))")
         return True
+
+    def _hold_source_types(self, schema: TableSchema) -> None:
+        """Alter each target column that does not hold every value of the source column (`holds`) to the type the
+        sink declares for it: a re-plan reads every row again, and a column the source widened since the target
+        table was made would refuse the new snapshot's longer values. Types fits.py does not model are left as
+        they are: the server refuses a value they cannot take, it never cuts one."""
+        sink = self.sink
+        capacities = self.capacities(schema.table, fresh=True)
+        narrow = [c for c in schema.columns if (cap := capacities.get(c.name)) is not None
+                  and cap.family is not Family.OTHER and not holds(cap, c)]
+        with sink.catalog() as cur:
+            for column in narrow:
+                statement = sink.alter_column_sql(schema.table, column, column.name in schema.primary_key)
+                log.warning("%s: target column '%s' (%s) does not hold the source's %s: %s", schema.table,
+                            column.name, capacities[column.name].type_text, column.native, statement)
+                try:
+                    cur.execute(statement)
+                except Exception as exc:
+                    raise TableError(
+                        f"target table {schema.table} on {sink.url}: column '{column.name}' "
+                        f"({capacities[column.name].type_text}) does not hold the source's {column.native}, and "
+                        f"{statement} failed: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}",
+                        "alter the target column by hand so it holds the source's values, or drop the target "
+                        "table so the re-plan creates it from the source") from None
+        self._capacities.pop(schema.table, None)
 
     def add_columns(self, schema: TableSchema, columns: list[Column], defaults: dict[str, str] | None = None) -> None:
         """Add to the target table those of `columns` it lacks (the source added them), each with its constant

@@ -8,8 +8,10 @@ from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.schema_changes import SchemaChangeHalted
+from cdc_assets.engine.snapshot import snapshot_splits
+from cdc_assets.engine.split_failures import SplitFailed
 from cdc_assets.sources.postgres.slot import drop_slot, slot_name
-from cdc_assets_tests.support import config_for, execute, fetch_rows, postgres_target, source_database
+from cdc_assets_tests.support import config_for, execute, fetch_rows, postgres_target, snapshot_all, source_database
 
 
 def _columns(tgt, schema: str, table: str) -> list[str]:
@@ -197,4 +199,66 @@ def test_a_column_added_and_retyped_before_a_run_follows_them_is_followed_once(s
                 rt.close()
             drop_slot(src, slot_name(unique_name))
         assert fetch_rows(tgt, "s.t", "id") == [(2, 2, 2), (3, 3, 3000000000)]
+    tgt.close()
+
+
+@pytest.mark.parametrize("source,target", [("mysql", "postgres"), ("postgres", "mysql")])
+def test_the_replan_a_widened_column_names_as_its_way_out_widens_the_target_column(servers, unique_name, tmp_path,
+                                                                                    source, target):
+    """Under `halt`, a column widened on the source stops the sync, way out `plan --replan`. The replan kept the
+    target's narrower column, so the new snapshot's commit failed on the first long value ("Data too long" on
+    MySQL, "value too long" on PostgreSQL), with the hint to snapshot again, which cannot help."""
+    ns = unique_name if source == "mysql" else "s"
+    seed = [] if source == "mysql" else [f"CREATE SCHEMA {ns}"]
+    seed += [f"CREATE TABLE {ns}.t (id INT PRIMARY KEY, v VARCHAR(10), d DECIMAL(5,2), n SMALLINT)",
+             f"INSERT INTO {ns}.t VALUES (1, 'a', 1.5, 1)"]
+    tgt = postgres_target(servers, f"{unique_name}_tgt") if target == "postgres" else None
+    with source_database(servers, source, unique_name, seed) as src:
+        config = config_for(tmp_path, servers, task_id=unique_name, source=source, source_db=unique_name,
+                            tables=[f"{ns}.t"], target=target, target_db=f"{unique_name}_tgt")
+        rt = TaskRuntime(config)
+        try:
+            snapshot_all(rt)
+            if source == "mysql":
+                execute(src, "ALTER TABLE t MODIFY v VARCHAR(40), MODIFY d DECIMAL(12,4), MODIFY n BIGINT")
+            else:
+                execute(src, f"ALTER TABLE {ns}.t ALTER COLUMN v TYPE VARCHAR(40), ALTER COLUMN d TYPE DECIMAL(12,4), "
+                        "ALTER COLUMN n TYPE BIGINT")
+            execute(src, f"INSERT INTO {ns}.t VALUES (2, '{'x' * 40}', 12345678.1234, 3000000000)")
+            for tp in ensure_plans(rt, replan=True):
+                snapshot_splits(rt, tp.plan.table, [s.id for s in tp.plan.splits])
+        finally:
+            rt.close()
+            if source == "postgres":
+                drop_slot(src, slot_name(unique_name))
+        want = fetch_rows(src, f"{ns}.t", "id")
+        if target == "postgres":
+            assert fetch_rows(tgt, f'"{ns}".t', "id") == want
+            tgt.close()
+        else:
+            got = servers.mariadb.connect(ns)
+            try:
+                assert fetch_rows(got, f"`{ns}`.t", "id") == want
+            finally:
+                got.close()
+
+
+def test_a_snapshot_into_a_column_narrower_than_the_source_s_says_which_and_how_to_widen_it(servers, unique_name,
+                                                                                            tmp_path):
+    """The commit's failure said only the server's "value too long", with the hint to materialize the splits again,
+    which fails the same way while the target column stays narrower than the source's."""
+    seed = ["CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(40))", f"INSERT INTO t VALUES (1, '{'x' * 40}')"]
+    tgt = postgres_target(servers, f"{unique_name}_tgt")
+    with source_database(servers, "mysql", unique_name, seed):
+        execute(tgt, f'CREATE SCHEMA "{unique_name}"', f'CREATE TABLE "{unique_name}".t (id INT PRIMARY KEY, v VARCHAR(10))')
+        rt = TaskRuntime(config_for(tmp_path, servers, task_id=unique_name, source="mysql", source_db=unique_name,
+                                    tables=[f"{unique_name}.t"], target="postgres", target_db=f"{unique_name}_tgt"))
+        try:
+            with pytest.raises(SplitFailed) as failed:
+                snapshot_all(rt)
+        finally:
+            rt.close()
+    assert "'v' is character varying(10), the source's varchar(40)" in str(failed.value)
+    assert f'ALTER TABLE "{unique_name}"."t" ALTER COLUMN "v" TYPE' in str(failed.value)
+    assert "plan --replan" in str(failed.value)
     tgt.close()

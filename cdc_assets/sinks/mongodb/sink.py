@@ -104,7 +104,7 @@ class MongoSink:
     def column_capacities(self, table: TableId, fresh: bool = False) -> dict:
         return {}  # a field holds any value: nothing is cut
 
-    def alter_column_sql(self, table: TableId, column: Column) -> str:
+    def alter_column_sql(self, table: TableId, column: Column, in_key: bool = False) -> str:
         return ""  # never asked: every field holds any value
 
     def add_columns(self, schema: TableSchema, columns: list[Column], defaults: dict[str, str] | None = None) -> None:
