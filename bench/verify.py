@@ -2,7 +2,7 @@
 
     python bench/verify.py [--direction mysql|postgres|both] [--tables 4] [--rows 20000] [--rate 100]
                            [--keyed-rows 10000] [--seconds 60] [--base-runs 3] [--rounds 20] [--hold-rounds 2]
-                           [--max-minutes 8] [--corruptions 50]
+                           [--max-minutes 8] [--corruptions 50] [--paced 10000] [--split-cpus]
                            [--dir /tmp/cdc-bench-verify]
 
 Per direction (MariaDB -> PostgreSQL, PostgreSQL -> PostgreSQL), on private servers: sysbench prepares --tables
@@ -11,7 +11,7 @@ MariaDB case-insensitive text) of --keyed-rows rows each, which a second writer 
 snapshot` copies them, and a `cdc-assets sync` process applies the log from then on. Then, in one run, while
 sysbench `oltp_write_only` writes at --rate transactions/s: no verification (--seconds); one verifier process
 verifying every split of every table again and again, as the always-on schedule does, lock-free, until --rounds
-full rounds are done; the same paced at PACED rows a second (`verify.rows_per_second`); the same with `hold`
+full rounds are done; the same paced at --paced rows a second (`verify.rows_per_second`); the same with `hold`
 (--hold-rounds). Per phase: the application's transactions, its errors (sysbench's ignored errors on MySQL:
 deadlocks, lock wait timeouts; failed threads on PostgreSQL), the server's deadlock count, the application's
 latency avg/p99 (sysbench's own figures), the full rounds and every split verdict (a FAILED one there is a false
@@ -19,11 +19,18 @@ alarm: nothing was corrupted yet). Last, --corruptions target rows are corrupted
 changed value, a deleted row, an extra row) with the writers stopped, one lock-free verification must name each
 in the FAILED line of the split that holds its key, and then the failed splits are repaired (materialized again,
 lock-free) while sysbench writes again, and verified once more.
+
+--split-cpus models a source database on a host of its own: the source server and sysbench run on CPU 0, and
+everything of the task (the sync, the verifier and its Spark, the target server, a PostgreSQL of its own when the
+source is PostgreSQL) on CPU 1. The verification's cost to the application is then what the source server does
+for it (its reads and the log of each window), not CPU the verifier's own process takes from the application on
+a shared machine. Without it every process shares every CPU.
 Prints figures, never asserts.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import re
 import subprocess
@@ -37,6 +44,8 @@ import yaml
 import cdc_assets
 from cdc_assets.config import load_config
 from cdc_assets.core.keys import range_predicate
+from cdc_assets.dev.postgres import PostgresServer
+from cdc_assets.dev.processes import free_port
 from cdc_assets.dev.servers import start_servers, stop_servers
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
@@ -45,9 +54,31 @@ from cdc_assets.sources.postgres.slot import drop_slot, publication_name, slot_n
 
 REPO = Path(cdc_assets.__file__).resolve().parents[1]
 SOURCE_DB, TARGET_DB = "sbverify", "sbverify_target"
-PACED = 10_000  # rows/s of the paced phase (verify.rows_per_second)
-PHASES = (("no verification", None, 0), ("lock-free verify", False, 0), (f"lock-free, {PACED:,} rows/s", False, PACED),
-          ("verify --hold", True, 0))
+SOURCE_CPU, TASK_CPU = {0}, {1}  # with --split-cpus
+
+
+def phases(paced: int) -> list[tuple[str, bool | None, int]]:
+    """(name, hold, rows/s) of each phase: hold None is the run without verification."""
+    return [("no verification", None, 0), ("lock-free verify", False, 0),
+            *([(f"lock-free, {paced:,} rows/s", False, paced)] if paced else []), ("verify --hold", True, 0)]
+
+
+def pin(pid: int, cpus: set[int]) -> None:
+    """Every thread of process `pid` and of its children on `cpus`; what they start later inherits it."""
+    family = [pid] + [int(p) for p in os.listdir("/proc") if p.isdigit() and _parent(int(p)) == pid]
+    for member in family:
+        try:
+            for tid in os.listdir(f"/proc/{member}/task"):
+                os.sched_setaffinity(int(tid), cpus)
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # ended meanwhile
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
 # Tables keyed otherwise than sysbench's int: (name, DDL, how a row's key is written, key columns).
 KEYED = {
     "mysql": [("kv_text", "CREATE TABLE kv_text (k VARCHAR(40) COLLATE utf8mb4_bin PRIMARY KEY, c VARCHAR(120))"),
@@ -59,10 +90,12 @@ KEYED = {
 
 
 class Direction:
-    def __init__(self, kind: str, mariadb, postgres, base: Path, tables: int, keyed_rows: int) -> None:
-        self.keyed_rows = keyed_rows
+    def __init__(self, kind: str, mariadb, postgres, base: Path, tables: int, keyed_rows: int,
+                 target: PostgresServer | None = None, split_cpus: bool = False) -> None:
+        self.keyed_rows, self.split_cpus = keyed_rows, split_cpus
         self.kind, self.mariadb, self.postgres, self.base = kind, mariadb, postgres, base
         self.server = mariadb if kind == "mysql" else postgres
+        self.target = target or postgres  # the PostgreSQL server of the target database
         self.task = f"verify_bench_{kind}"
         self.namespace = SOURCE_DB if kind == "mysql" else "public"
         self.keyed = [name for name, _ in KEYED[kind]]
@@ -88,7 +121,7 @@ class Direction:
         else:
             driver = ["--db-driver=pgsql", "--pgsql-host=127.0.0.1", f"--pgsql-port={self.postgres.port}",
                       "--pgsql-user=postgres", f"--pgsql-db={SOURCE_DB}"]
-        return ["sysbench", "oltp_write_only", *driver, f"--tables={len(self.tables)}",
+        return [*(["taskset", "-c", "0"] if self.split_cpus else []), "sysbench", "oltp_write_only", *driver, f"--tables={len(self.tables)}",
                 f"--table-size={args.rows}", *more, command]
 
     def deadlocks(self) -> int:
@@ -109,7 +142,7 @@ class Direction:
         path.write_text(yaml.safe_dump({
             "task_id": self.task,
             "source": {"db_type": self.kind, "url": self.server.url(SOURCE_DB), "tables": self.tables},
-            "target": {"db_type": "postgres", "url": self.postgres.url(TARGET_DB)},
+            "target": {"db_type": "postgres", "url": self.target.url(TARGET_DB)},
             "snapshot": {"split_size": max(1, rows // 4)},
             "pipeline": {"checkpoint_interval_secs": 0.3},
             "runtime": {"data_dir": str(self.base / f"state_{self.task}")},
@@ -149,8 +182,8 @@ def reset(d: Direction, args) -> None:
         if d.kind == "mysql":
             cur.execute("COMMIT")
     conn.close()
-    d.postgres.create_database(TARGET_DB)
-    conn = d.postgres.connect(TARGET_DB)
+    d.target.create_database(TARGET_DB)
+    conn = d.target.connect(TARGET_DB)
     with conn.cursor() as cur:
         cur.execute(f"DROP SCHEMA IF EXISTS {SOURCE_DB} CASCADE")
         for table in d.tables:
@@ -271,7 +304,7 @@ def corrupt(d: Direction, config: Path, count: int, rows: int) -> tuple[int, int
     rng = random.Random(7)
     rt = TaskRuntime(load_config(config))
     plans = {t: rt.plans.load(t) for t in rt.config.source.table_ids}
-    target = d.postgres.connect(TARGET_DB)
+    target = d.target.connect(TARGET_DB)
     chosen: list[tuple] = []  # (table, key text as a report names it, how, the split holding it)
     taken: set[tuple] = set()
     try:
@@ -302,7 +335,7 @@ def corrupt(d: Direction, config: Path, count: int, rows: int) -> tuple[int, int
                 if cur.rowcount == 1:
                     taken.add((table, key))
                     # A row the source lacks is held by the split whose range holds it in the target's order.
-                    split = (holding(d.postgres.connect(TARGET_DB), "postgres", plans[table], table, key)
+                    split = (holding(d.target.connect(TARGET_DB), "postgres", plans[table], table, key)
                              if how == "extra" else holding(d.server.connect(SOURCE_DB), d.kind, plans[table], table,
                                                             key))
                     chosen.append((table, ", ".join(str(v) if isinstance(v, int) else f'"{v}"' for v in key), how,
@@ -376,8 +409,12 @@ def repair(d: Direction, args, config: Path, failed: set[tuple]) -> None:
         print(f"    still failing: {line[:300]}")
 
 
-def bench(kind: str, args, mariadb, postgres) -> None:
-    d = Direction(kind, mariadb, postgres, Path(args.dir), args.tables, args.keyed_rows)
+def bench(kind: str, args, mariadb, postgres, own_target: PostgresServer | None) -> None:
+    d = Direction(kind, mariadb, postgres, Path(args.dir), args.tables, args.keyed_rows,
+                  own_target if kind == "postgres" else None, args.split_cpus)
+    if args.split_cpus:
+        pin(d.server.pid, SOURCE_CPU)
+        pin(d.target.pid, TASK_CPU)
     reset(d, args)
     config = d.config(args.rows)
     subprocess.run(cli(config, "snapshot"), check=True, capture_output=True, cwd=REPO)
@@ -385,9 +422,10 @@ def bench(kind: str, args, mariadb, postgres) -> None:
     try:
         time.sleep(10)  # the sync's first checkpoint
         print(f"\n{kind} -> postgres: {args.tables} tables x {args.rows:,} rows (int keys) and {', '.join(d.keyed)} "
-              f"x {args.keyed_rows:,} rows, sysbench oltp_write_only at {args.rate} tx/s (4 threads)")
+              f"x {args.keyed_rows:,} rows, sysbench oltp_write_only at {args.rate} tx/s (4 threads)"
+              + ("; source server and sysbench on CPU 0, the task and the target on CPU 1" if args.split_cpus else ""))
         results = {}
-        for name, hold, pace in PHASES:
+        for name, hold, pace in phases(args.paced):
             rounds = args.hold_rounds if hold else args.rounds
             results[name] = phase(d, args, d.config(args.rows, pace) if pace else config, hold, rounds)
             f = results[name]
@@ -399,7 +437,7 @@ def bench(kind: str, args, mariadb, postgres) -> None:
             for line in f.get("false alarms", []):
                 print(f"    false alarm: {line[:300]}")
         base = results["no verification"]["p99 ms"]
-        for name, _, _ in PHASES[1:]:
+        for name, _, _ in phases(args.paced)[1:]:
             print(f"  p99 with {name}: {results[name]['p99 ms'] / base:.2f}x the run without verification")
         found, total, missed, failed = corrupt(d, config, args.corruptions, args.rows)
         print(f"  corruptions: {found}/{total} found in the split holding them" +
@@ -423,13 +461,26 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20, help="full lock-free rounds per verifying phase")
     parser.add_argument("--hold-rounds", type=int, default=2, help="full rounds of the phase with the hold")
     parser.add_argument("--corruptions", type=int, default=50)
+    parser.add_argument("--paced", type=int, default=10_000,
+                        help="rows/s of the paced phase (verify.rows_per_second); 0: no paced phase")
+    parser.add_argument("--split-cpus", action="store_true",
+                        help="source server and sysbench on CPU 0, the task and its target on CPU 1")
     parser.add_argument("--dir", default="/tmp/cdc-bench-verify")
     args = parser.parse_args()
+    if args.split_cpus and len(os.sched_getaffinity(0)) < 2:
+        parser.error("--split-cpus needs 2 CPUs")
     mariadb, postgres = start_servers(Path(args.dir) / "servers")
+    own_target = None
     try:
+        if args.split_cpus:
+            os.sched_setaffinity(0, TASK_CPU)  # this process, its threads and children from here on: the task's
+            if args.direction != "mysql":  # a PostgreSQL source gets a server of its own, apart from the target
+                own_target = PostgresServer(Path(args.dir) / "servers" / "pg_target", free_port()).start()
         for kind in ("mysql", "postgres") if args.direction == "both" else (args.direction,):
-            bench(kind, args, mariadb, postgres)
+            bench(kind, args, mariadb, postgres, own_target)
     finally:
+        if own_target is not None:
+            own_target.stop()
         stop_servers(Path(args.dir) / "servers")
 
 
