@@ -48,7 +48,7 @@ class Outcome:
     faults: list[str] = field(default_factory=list)
     seconds: float = 0.0
     timing: list[str] = field(default_factory=list)  # where the writes fell: a rerun may place them elsewhere
-    ways_out: WaysOut | None = field(default=None, repr=False)  # with schema changes: the stops' ways out
+    ways_out: WaysOut | None = field(default=None, repr=False)  # the documented stops' ways out, in the log phase
 
     def line(self) -> str:
         return (f"seed {self.seed} {self.direction}: {self.status.upper()} in {self.seconds:.0f} s; faults "
@@ -144,8 +144,8 @@ def _run(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome) ->
         return
     watch = CheckpointWatch(config)
     watch.start()
-    if scenario.changes:
-        result.ways_out = WaysOut(scenario, servers, ns, path, env, watch)
+    result.ways_out = WaysOut(scenario, servers, ns, path, env, watch,
+                              replans=not any(f.kind in (SAVEPOINT, RESET) for f in scenario.faults))
     noted: list[dict] = []  # each quiet point's checkpoints, for a reset back to an earlier one
     try:
         for number, (transactions, faults) in enumerate(scenario.segments(), 1):

@@ -1,8 +1,10 @@
-"""The ways out of a schema change's stop that docs/concepts/log-phase.md "Schema changes" names, applied as an
-operator would, so that a scenario with schema changes goes on and its oracle still has to pass: another policy
-for an added column under `halt`, the ALTER the error names on the target for a retyped column, `plan --replan`
-(and the snapshot it asks for) for a dropped or renamed column. A stop that does not name a table of the task and
-one of these ways out is not a documented stop: the scenario stops there."""
+"""The ways out of a documented stop, applied as an operator would, so that the scenario goes on and its oracle
+still has to pass. Of a schema change's stop (docs/concepts/log-phase.md "Schema changes"): another policy for an
+added column under `halt`, the ALTER the error names on the target for a retyped column, `plan --replan` (and the
+snapshot it asks for) for a dropped or renamed column. Of a PostgreSQL key move the log leaves incomplete
+(`MoveIncomplete`, docs/connectors/postgres.md): `REPLICA IDENTITY FULL` on the source table it names, then the
+re-plan, where the scenario draws nothing a re-plan voids (a savepoint, a reset). A stop that does not name a table
+of the task and one of these ways out is not a documented stop: the scenario stops there."""
 from __future__ import annotations
 
 import re
@@ -19,6 +21,8 @@ from cdc_assets_tests.adversary.schema import Table
 HALTED = re.compile(r"DDL on captured table (\S+) at .*? stops the incremental phase \(schema_change_policy")
 ALTERS = re.compile(r"make the target's columns hold the new definitions \((.*?)\) and run again", re.S)
 OTHER_POLICY = "set pipeline.schema_change_policy: apply_add_columns"
+MOVE = re.compile(r"cannot move (?:the row|rows) of (\S+) ")
+WHOLE_ROWS = "REPLICA IDENTITY FULL on the source makes the log carry whole rows"
 
 
 @dataclass
@@ -30,12 +34,17 @@ class WaysOut:
     path: Path
     env: dict
     watch: object = None
+    replans: bool = True  # False: the scenario draws a savepoint or a reset, which a re-plan voids
     seen: dict[str, set[str]] = field(default_factory=dict)
 
     def apply(self, out: str) -> tuple[str, str]:
         """(the way out applied, or "" when `out` names none; what went wrong applying it, or "")."""
+        ours = {f"{self.ns}.{t.name}" for t in self.scenario.tables}
+        move = MOVE.search(out)
+        if move is not None and WHOLE_ROWS in out and move.group(1) in ours and self.replans:
+            return "replica_identity_full", self._whole_rows(move.group(1)) or self._replan()
         halted = HALTED.search(out)
-        if halted is None or halted.group(1) not in {f"{self.ns}.{t.name}" for t in self.scenario.tables}:
+        if halted is None or halted.group(1) not in ours:
             return "", ""
         if OTHER_POLICY in out:
             raw = yaml.safe_load(self.path.read_text())
@@ -57,6 +66,18 @@ class WaysOut:
         if "cdc-assets plan --replan" in out:
             return "replan", self._replan()
         return "", ""
+
+    def _whole_rows(self, table: str) -> str:
+        """The ALTER the stop names, on the source; what went wrong, or ""."""
+        conn = self.servers.postgres.connect(self.ns)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"ALTER TABLE {table} REPLICA IDENTITY FULL")
+        except Exception as exc:  # noqa: BLE001 - the named statement failing is the finding
+            return f"the ALTER the stop named failed: {exc}"
+        finally:
+            conn.close()
+        return ""
 
     def _replan(self) -> str:
         with self.watch.rewinding():  # a re-plan discards the checkpoint by design
