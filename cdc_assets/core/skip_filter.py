@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from cdc_assets.core.batches import split_key_change
-from cdc_assets.core.events import Transaction
+from cdc_assets.core.events import SchemaChange, Transaction
 from cdc_assets.core.positions import Position, is_before
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.watermarks import TableWatermarks
@@ -69,6 +69,14 @@ class SkipFilter:
         skipped += len(parts) - len(kept)
         self.watermarks = {t: w for t, w in self.watermarks.items() if not w.plain(tx.end)}  # past: plain log mode
         return (Transaction(kept, tx.end, tx.commit_time, tx.xid) if len(kept) != len(parts) else tx), skipped
+
+    def followed(self, change: SchemaChange) -> bool:
+        """Is `change` of a table that applied the log past it already? Its definitions are then as of after
+        it: a table that joined from its own snapshot was described, and read, after every change before its
+        start (a table created, altered and written before it was added to source.tables)."""
+        p = self.ahead.get(change.table)
+        return (p is not None and change.position is not None
+                and not is_before(p, change.position, ahead_of(change.table)))
 
     def may_skip(self, floor: Position) -> bool:
         """Might `keep` leave out changes of a transaction that ends after `floor`? Which ones depends on that

@@ -79,8 +79,12 @@ class Lane:
             if not self.batch:
                 self.report.lag_seconds = 0.0
         elif isinstance(item, SchemaChange):
-            self._flush()
-            self._schema_change(item)
+            if self.skip.followed(item):
+                log.info("DDL on %s at %s: before where the table joined from its own snapshot, which holds it; "
+                         "left out: %s", item.table, item.position, item.statement)
+            else:
+                self._flush()
+                self._schema_change(item)
         self._end_batch(item, drained)
         if not self.batch and self._parts is None and not self.stop.is_set():
             self.follower.check_members(self.checkpoint)

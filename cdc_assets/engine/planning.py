@@ -43,8 +43,9 @@ def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
     planned_at = None  # taken once, and only when a table needs a plan
     for lane in rt.lanes:
         try:
+            applied = {} if replan else _applied(lane)
             for schema in schemas:
-                lane.sink.ensure_table(schema, follow=replan)
+                lane.sink.ensure_table(applied.get(schema.table, schema), follow=replan)
         except Exception as exc:  # a target the policy may do without: its tables are made at its snapshot
             if len(rt.lanes) == 1 or not (rt.policy.tolerates(lane.name) and target_down(exc)):
                 raise
@@ -83,6 +84,13 @@ def ensure_plans(rt: TaskRuntime, replan: bool = False) -> list[TablePlan]:
         rt.plans.save(plan)
         out.append(TablePlan(schema, plan, created=True))
     return out
+
+
+def _applied(lane: TaskRuntime) -> dict[TableId, TableSchema]:
+    """The definitions the lane's log phase applies now (columns left out under `ignore` are not among them):
+    what its target tables must hold, rather than every column the source has."""
+    checkpoint = lane.resumer.checkpoint()
+    return (lane.resumer.schemas(checkpoint.schema_version) or {}) if checkpoint else {}
 
 
 def _split_size_note(plan: SplitPlan, split_size: int) -> str | None:

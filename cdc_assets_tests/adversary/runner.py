@@ -21,6 +21,7 @@ from cdc_assets_tests.adversary.kinds import MYSQL, POSTGRES
 from cdc_assets_tests.adversary.oracle import CheckpointWatch, checkpoints, differences, texts
 from cdc_assets_tests.adversary.rewind import reset_at_quiet_point
 from cdc_assets_tests.adversary.scenario import Scenario
+from cdc_assets_tests.adversary.schema_changes import added_tables
 from cdc_assets_tests.adversary.ways_out import WaysOut
 from cdc_assets_tests.support import write_config
 
@@ -191,7 +192,7 @@ def _segment(scenario: Scenario, servers: Servers, ns: str, src, path: Path, env
         restarted = [i for i, f in enumerate(result.faults) if f.startswith(f"{RESTART}(")]
         if writer.retried and restarted:
             result.faults[restarted[-1]] += f" (the application ran {writer.retried} transactions again)"
-    if not applied or _failed(writer, result):
+    if not applied or _failed(writer, result) or not _add_tables(scenario, transactions, path, env, result):
         return False
     if not _step(f"sync at quiet point {number}", outcome(run_cli(path, env, "sync", "--until-caught-up")), result,
                  again=lambda: run_cli(path, env, "sync", "--until-caught-up")):
@@ -203,6 +204,18 @@ def _segment(scenario: Scenario, servers: Servers, ns: str, src, path: Path, env
         if not _rollback_to(savepoint, path, env, result):
             return False
     return _after_rollback(scenario, servers, ns, src, path, env, savepoint, tagged, result, number)
+
+
+def _add_tables(scenario: Scenario, transactions, path: Path, env: dict, result: Outcome) -> bool:
+    """The tables the segment created, added to source.tables as an operator adds them to a running task; the
+    snapshot plans and reads them, and the sync that follows joins them from their own low watermarks."""
+    added = added_tables(scenario.changes, transactions, scenario.source, scenario.namespace)
+    if not added:
+        return True
+    result.ways_out.add_tables(added)
+    result.faults.append(f"add_tables({', '.join(added)}) applied")
+    return _step(f"snapshot of the added {', '.join(added)}", outcome(run_cli(path, env, "snapshot")), result,
+                 again=lambda: run_cli(path, env, "snapshot"))
 
 
 def _reset(scenario: Scenario, servers: Servers, ns: str, src, fault, noted: list[dict], config, path: Path,

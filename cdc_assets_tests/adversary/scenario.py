@@ -142,7 +142,7 @@ def build(seed: int, direction: str | None = None, reset: bool | None = None, aw
     changes, schema_policy = (), "halt"
     if schema_changes and direction not in THREE:
         during_log, changes, schema_policy = draw_log(random.Random(f"schema changes {seed}"), fork, source,
-                                                      namespace)
+                                                      namespace, random.Random(f"add a table {seed}"))
     # mysql.md: exactly-once needs an integer or decimal split column (a text key stops the plan, as documented)
     exactly_once = source == MYSQL and rng.random() < 0.5 and all(t.key_shape != "text" for t in tables)
     part_events = rng.choice((3, 10, 5000))

@@ -7,7 +7,9 @@ What the task does about each is docs/concepts/log-phase.md "Schema changes": an
 widened or int-to-bigint column is followed once the target's column holds it (way out: the ALTER the error
 names, on the target); a dropped or renamed column stops under every policy (way out: `plan --replan`). The
 runner applies the way out the error names (ways_out.py); the oracle compares the source's current columns, less
-those the docs say the target does not get.
+those the docs say the target does not get. A table the application creates (`add_table`, under any policy) is
+written from then on, and added to `source.tables` at the next quiet point, as an operator adds a table to a
+running task (docs/operations: a table joins from its own snapshot); the oracle compares it from then on.
 
 To add a change to the menu: a function `(rng, table, engine) -> Change | None` appended to MENU, and the
 `Change.after` and `Change.statement` cases for its kind."""
@@ -32,14 +34,26 @@ BY_NAME["varchar100"] = Kind(
 
 @dataclass(frozen=True)
 class Change:
-    """`kind`: add | drop | rename | widen | int_to_bigint; `column`: the column it adds, drops, renames or
-    retypes; `to`: the kind it adds or retypes to, or the new name."""
+    """`kind`: add | drop | rename | widen | int_to_bigint | add_table; `column`: the column it adds, drops,
+    renames or retypes; `to`: the kind it adds or retypes to, or the new name; `created`: the table add_table
+    creates."""
     kind: str
     table: str
     column: str
     to: str = ""
+    created: Table | None = None
+
+    def statements(self, engine: str, namespace: str) -> list[str]:
+        """The change's transaction: its statement, and after a CREATE TABLE the DDL that goes with it (its types
+        exist already: the table's kinds are those of a table of the scenario)."""
+        if self.kind != "add_table":
+            return [self.statement(engine, namespace)]
+        ddl = self.created.ddl(engine, namespace)
+        return ddl[next(i for i, d in enumerate(ddl) if d.startswith("CREATE TABLE")):]
 
     def statement(self, engine: str, namespace: str) -> str:
+        if self.kind == "add_table":
+            return self.statements(engine, namespace)[0]
         table = f"ALTER TABLE {q(engine, namespace)}.{q(engine, self.table)}"
         column = q(engine, self.column)
         kind = BY_NAME.get(self.to)
@@ -70,6 +84,8 @@ class Change:
         return replace(table, columns=tuple(columns))
 
     def describe(self) -> str:
+        if self.kind == "add_table":
+            return f"add_table({self.table})"
         return f"{self.kind}({self.table}.{self.column}{' -> ' + self.to if self.to else ''})"
 
 
@@ -86,6 +102,11 @@ def _rename(rng: random.Random, table: Table, engine: str, number: int) -> Chang
         else None
 
 
+def _add_table(rng: random.Random, table: Table, engine: str, number: int) -> Change | None:
+    """A new table of `table`'s columns under an int key, not partitioned."""
+    return Change("add_table", f"tn{number}", "", created=Table(f"tn{number}", "int", "", table.columns, 0))
+
+
 def _retype(old: str, new: str, kind: str):
     def draw(rng: random.Random, table: Table, engine: str, number: int) -> Change | None:
         found = [c for c, k in table.columns if k == old]
@@ -95,23 +116,32 @@ def _retype(old: str, new: str, kind: str):
 
 MENU = [_add, _drop, _rename, _retype("varchar", "varchar100", "widen"), _retype("int", "bigint", "int_to_bigint")]
 WEIGHTS = [3, 1, 1, 2, 2]
+ADD_TABLE_SHARE = 0.3  # of the scenarios with schema changes, drawn from a stream of its own (see draw_log)
 
 
-def draw_log(rng: random.Random, work, source: str, namespace: str) -> tuple[tuple, tuple[Change, ...], str]:
+def draw_log(rng: random.Random, work, source: str, namespace: str,
+             adder: random.Random | None = None) -> tuple[tuple, tuple[Change, ...], str]:
     """The log phase's transactions as `work` draws them (the same as without schema changes up to the first),
-    with 1-3 changes run between them, each as a transaction of its own; and the policy."""
+    with 1-3 changes run between them, each as a transaction of its own; and the policy. `adder`: the stream that
+    draws whether a table is created too, and before which transaction (a scenario without one keeps its draws)."""
     policy = rng.choice(POLICIES)
     count = work.rng.randint(20, 80)
     at = set(rng.sample(range(2, count), k=rng.randint(1, 3)))
+    add_at = adder.randrange(2, count) if adder is not None and adder.random() < ADD_TABLE_SHARE else -1
     transactions, changes = [], []
     for i in range(count):
-        if i in at:
-            change = _draw_change(rng, work.tables, source, len(changes) + 1)
+        drawn = [_draw_change(rng, work.tables, source, len(changes) + 1)] if i in at else []
+        if i == add_at:
+            drawn.append(_add_table(adder, adder.choice(work.tables), source, len(changes) + len(drawn) + 1))
+        for change in drawn:
             if change is not None:
-                index = next(n for n, t in enumerate(work.tables) if t.name == change.table)
-                work.tables[index] = change.after(work.tables[index])
+                if change.created is not None:
+                    work.add(change.created)
+                else:
+                    index = next(n for n, t in enumerate(work.tables) if t.name == change.table)
+                    work.tables[index] = change.after(work.tables[index])
                 changes.append(change)
-                transactions.append((change.statement(source, namespace),))
+                transactions.append(tuple(change.statements(source, namespace)))
         transactions.append(tuple(work.transaction(big=work.rng.random() < 0.1)))
     return tuple(transactions), tuple(changes), policy
 
@@ -127,13 +157,21 @@ def _draw_change(rng: random.Random, tables: list[Table], source: str, number: i
 
 def tables_after(tables: tuple[Table, ...], changes: tuple[Change, ...], written: tuple[tuple[str, ...], ...],
                  source: str, namespace: str) -> tuple[Table, ...]:
-    """The source's tables once the transactions `written` ran: with the changes among them."""
+    """The source's tables once the transactions `written` ran: with the changes among them, and the tables
+    they created after the others."""
     ran = {s for tx in written for s in tx}
     out = {t.name: t for t in tables}
     for change in changes:
         if change.statement(source, namespace) in ran:
-            out[change.table] = change.after(out[change.table])
-    return tuple(out[t.name] for t in tables)
+            out[change.table] = change.created or change.after(out[change.table])
+    return tuple(out.values())
+
+
+def added_tables(changes: tuple[Change, ...], written: tuple[tuple[str, ...], ...], source: str,
+                 namespace: str) -> list[str]:
+    """The tables created by the transactions `written`."""
+    ran = {s for tx in written for s in tx}
+    return [c.table for c in changes if c.kind == "add_table" and c.statement(source, namespace) in ran]
 
 
 def left_out(changes: tuple[Change, ...], policy: str) -> dict[str, set[str]]:

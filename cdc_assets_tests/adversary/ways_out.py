@@ -39,7 +39,8 @@ class WaysOut:
 
     def apply(self, out: str) -> tuple[str, str]:
         """(the way out applied, or "" when `out` names none; what went wrong applying it, or "")."""
-        ours = {f"{self.ns}.{t.name}" for t in self.scenario.tables}
+        ours = {f"{self.ns}.{t}" for t in [t.name for t in self.scenario.tables]
+                + [c.table for c in self.scenario.changes if c.created is not None]}
         move = MOVE.search(out)
         if move is not None and WHOLE_ROWS in out and move.group(1) in ours and self.replans:
             return "replica_identity_full", self._whole_rows(move.group(1)) or self._replan()
@@ -66,6 +67,12 @@ class WaysOut:
         if "cdc-assets plan --replan" in out:
             return "replan", self._replan()
         return "", ""
+
+    def add_tables(self, names: list[str]) -> None:
+        """Add the tables to the task file's source.tables (the next command plans them)."""
+        raw = yaml.safe_load(self.path.read_text())
+        raw["source"]["tables"] += [f"{self.ns}.{name}" for name in names]
+        self.path.write_text(yaml.safe_dump(raw))
 
     def _whole_rows(self, table: str) -> str:
         """The ALTER the stop names, on the source; what went wrong, or ""."""

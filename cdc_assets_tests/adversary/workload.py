@@ -28,6 +28,11 @@ class Workload:
         self.weights = {"insert": 4, "update": 6, "delete": 2, "key_change": 2, "case_change": 1, "swap": 1,
                         "reinsert": 1, "savepoint_rollback": 1, "leaf_write": 1}
 
+    def add(self, table: Table) -> None:
+        """A table the application created: written from now on."""
+        self.tables.append(table)
+        self.model[table.name], self.next_id[table.name] = {}, 1
+
     def name(self, table: Table, leaf: str | None = None) -> str:
         return f"{q(self.source, self.ns)}.{q(self.source, leaf or table.name)}"
 
