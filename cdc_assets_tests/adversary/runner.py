@@ -140,20 +140,21 @@ def _run(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome) ->
         return
     # A first run describes the tables as they are when it starts, not as of its start position (a known limit,
     # integration/test_schema_change_follow.py): a checkpoint first, so that each schema change is met in the log.
-    if scenario.changes and not _step("sync before the log phase", outcome(run_cli(path, env, "sync",
-                                                                                   "--until-caught-up")), result):
-        return
     watch = CheckpointWatch(config)
     watch.start()
-    result.ways_out = WaysOut(scenario, servers, ns, path, env, watch,
-                              replans=not any(f.kind in (SAVEPOINT, RESET) for f in scenario.faults))
+    result.ways_out = WaysOut(scenario, servers, ns, path, env, watch)
     noted: list[dict] = []  # each quiet point's checkpoints, for a reset back to an earlier one
     try:
+        if scenario.changes and not _synced("sync before the log phase", path, env, result):
+            return
         for number, (transactions, faults) in enumerate(scenario.segments(), 1):
             if not _segment(scenario, servers, ns, src, path, env, transactions, faults, result, number, watch):
                 break
             noted.append(checkpoints(config))
             reset = next((f for f in scenario.faults if f.kind == RESET and f.nth == number), None)
+            if reset is not None and result.ways_out.replanned:
+                result.faults.append(f"{reset.describe()} voided by the re-plan")
+                reset = None
             if reset is not None and not _reset(scenario, servers, ns, src, reset, noted, config, path, env, result,
                                                 watch):
                 break
@@ -169,6 +170,7 @@ def _segment(scenario: Scenario, servers: Servers, ns: str, src, path: Path, env
     savepoint in the segment, then its rollback, checked against the state it tagged, and a sync to the source."""
     server = servers.mariadb if scenario.source == MYSQL else servers.postgres
     savepoint = next((f for f in faults if f.kind == SAVEPOINT), None)
+    replanned = result.ways_out.replanned  # a re-plan in this segment voids its savepoint
     tagged = None
     if savepoint is not None and savepoint.point == "before_writes":
         tagged = _savepoint_before_writes(scenario, ns, src, path, env, savepoint, result)
@@ -194,12 +196,14 @@ def _segment(scenario: Scenario, servers: Servers, ns: str, src, path: Path, env
             result.faults[restarted[-1]] += f" (the application ran {writer.retried} transactions again)"
     if not applied or _failed(writer, result) or not _add_tables(scenario, transactions, path, env, result):
         return False
-    if not _step(f"sync at quiet point {number}", outcome(run_cli(path, env, "sync", "--until-caught-up")), result,
-                 again=lambda: run_cli(path, env, "sync", "--until-caught-up")):
+    if not _synced(f"sync at quiet point {number}", path, env, result):
         return False
     _oracle(scenario, servers, ns, src, result, f"quiet point {number}", number)
     if savepoint is None or result.status != "pass":
         return result.status == "pass"
+    if result.ways_out.replanned > replanned:
+        result.faults.append(f"{savepoint.describe()} rollback voided by the re-plan")
+        return True
     with watch.rewinding():
         if not _rollback_to(savepoint, path, env, result):
             return False
@@ -226,7 +230,7 @@ def _reset(scenario: Scenario, servers: Servers, ns: str, src, fault, noted: lis
         result.status = status
         result.details.append(wrong)
         return False
-    if not _step(f"sync after {fault.describe()}", outcome(run_cli(path, env, "sync", "--until-caught-up")), result):
+    if not _synced(f"sync after {fault.describe()}", path, env, result):
         return False
     _oracle(scenario, servers, ns, src, result, f"quiet point {fault.nth} after {fault.describe()}")
     return result.status == "pass"
@@ -235,7 +239,7 @@ def _reset(scenario: Scenario, servers: Servers, ns: str, src, fault, noted: lis
 def _savepoint_before_writes(scenario: Scenario, ns: str, src, path: Path, env: dict, savepoint,
                              result: Outcome) -> dict | None:
     """Caught up with the source quiet, then the savepoint: the state to return to is the source's as it is now."""
-    if not _step("sync before the savepoint", outcome(run_cli(path, env, "sync", "--until-caught-up")), result):
+    if not _synced("sync before the savepoint", path, env, result):
         return None
     status = outcome(run_cli(path, env, "savepoint", "create", savepoint_name(savepoint)))
     result.faults.append(f"{savepoint.describe()} {status[0]}")
@@ -257,8 +261,8 @@ def _savepoint_taken(scenario: Scenario, savepoint, path: Path, env: dict, resul
     if out.count(f"{name}: epoch") == len(scenario.targets):  # on every target
         return True
     result.faults[-1] += " (stopped before the lease: taken when caught up)"
-    return _step(f"sync --until-caught-up --savepoint-on-stop {name}",
-                 outcome(run_cli(path, env, "sync", "--until-caught-up", "--savepoint-on-stop", name)), result)
+    return _synced(f"sync --until-caught-up --savepoint-on-stop {name}", path, env, result, "--savepoint-on-stop",
+                   name)
 
 
 def _rollback_to(savepoint, path: Path, env: dict, result: Outcome) -> bool:
@@ -281,8 +285,7 @@ def _after_rollback(scenario: Scenario, servers: Servers, ns: str, src, path: Pa
                                    for d in diff]
     if result.status != "pass":
         return False
-    if not _step(f"sync after the rollback to {name}",
-                 outcome(run_cli(path, env, "sync", "--until-caught-up")), result):
+    if not _synced(f"sync after the rollback to {name}", path, env, result):
         return False
     _oracle(scenario, servers, ns, src, result, f"quiet point {number} after the rollback")
     return result.status == "pass"
@@ -335,6 +338,12 @@ def _apply(fault, path: Path, env: dict, result: Outcome, servers: Servers) -> b
     left += " (it reconnected)" if fault.kind in AWAY and "; reconnecting in " in out else ""
     result.faults.append(f"{fault.describe()} {status}{left}" + (f": {out[:200]}" if status == "gave_up" else ""))
     return _step(fault.describe(), (status, out), result)
+
+
+def _synced(what: str, path: Path, env: dict, result: Outcome, *more: str) -> bool:
+    """`sync --until-caught-up` (and `more`) as a step: after a way out, it runs again."""
+    command = ("sync", "--until-caught-up", *more)
+    return _step(what, outcome(run_cli(path, env, *command)), result, again=lambda: run_cli(path, env, *command))
 
 
 def _step(what: str, status_out: tuple[str, str], result: Outcome, again=None) -> bool:

@@ -3,8 +3,9 @@ still has to pass. Of a schema change's stop (docs/concepts/log-phase.md "Schema
 added column under `halt`, the ALTER the error names on the target for a retyped column, `plan --replan` (and the
 snapshot it asks for) for a dropped or renamed column. Of a PostgreSQL key move the log leaves incomplete
 (`MoveIncomplete`, docs/connectors/postgres.md): `REPLICA IDENTITY FULL` on the source table it names, then the
-re-plan, where the scenario draws nothing a re-plan voids (a savepoint, a reset). A stop that does not name a table
-of the task and one of these ways out is not a documented stop: the scenario stops there."""
+re-plan. A re-plan voids the savepoints and checkpoints from before it: the runner then skips the scenario's
+rollbacks and resets that would go back to them. A stop that does not name a table of the task and one of these
+ways out is not a documented stop: the scenario stops there."""
 from __future__ import annotations
 
 import re
@@ -34,7 +35,7 @@ class WaysOut:
     path: Path
     env: dict
     watch: object = None
-    replans: bool = True  # False: the scenario draws a savepoint or a reset, which a re-plan voids
+    replanned: int = 0  # re-plans applied so far
     seen: dict[str, set[str]] = field(default_factory=dict)
 
     def apply(self, out: str) -> tuple[str, str]:
@@ -42,7 +43,7 @@ class WaysOut:
         ours = {f"{self.ns}.{t}" for t in [t.name for t in self.scenario.tables]
                 + [c.table for c in self.scenario.changes if c.created is not None]}
         move = MOVE.search(out)
-        if move is not None and WHOLE_ROWS in out and move.group(1) in ours and self.replans:
+        if move is not None and WHOLE_ROWS in out and move.group(1) in ours:
             return "replica_identity_full", self._whole_rows(move.group(1)) or self._replan()
         halted = HALTED.search(out)
         if halted is None or halted.group(1) not in ours:
@@ -92,6 +93,7 @@ class WaysOut:
                 status, out = outcome(run_cli(self.path, self.env, *args))
                 if status != "passed":
                     return f"{' '.join(args)}: {status}: {out.strip()[-1500:]}"
+        self.replanned += 1
         for name, columns in self._source_columns().items():
             self.seen.setdefault(name, set()).update(columns)
         return ""
