@@ -3,7 +3,7 @@ checkpoint), transactions in parts, what a batch may replay of the snapshot."""
 import pytest
 
 from cdc_assets.core.batches import Move, ShortInsert, TableChanges, compact, split_key_change
-from cdc_assets.core.events import Idle, Op, RowChange, Transaction, TransactionPart
+from cdc_assets.core.events import Idle, Op, RowChange, SchemaChange, Transaction, TransactionPart
 from cdc_assets.core.positions import MysqlPosition, PgPosition
 from cdc_assets.core.skip_filter import SkipFilter
 from cdc_assets.core.splits import SplitPlan
@@ -213,6 +213,16 @@ def test_tables_ahead_skip_what_they_applied_until_the_log_is_past_them():
     assert skip.ahead == {}  # the log is past it
     whole = tx(301, row(U, 4))
     assert skip.keep(whole, SCHEMAS) == (whole, 0)
+
+
+def test_a_table_ahead_leaves_out_its_ddl_up_to_where_it_joined():
+    """A table that joined from its own snapshot was read and described after every DDL before its start."""
+    skip = SkipFilter({U: PgPosition(300)}, {})
+    assert skip.followed(SchemaChange(U, "ALTER TABLE u DROP COLUMN w", PgPosition(250)))
+    assert skip.followed(SchemaChange(U, "CREATE TABLE u (id int)", PgPosition(300)))
+    assert not skip.followed(SchemaChange(U, "ALTER TABLE u DROP COLUMN w", PgPosition(301)))
+    assert not skip.followed(SchemaChange(T, "ALTER TABLE t DROP COLUMN b", PgPosition(250)))
+    assert not skip.followed(SchemaChange(None, "DROP DATABASE shop", PgPosition(250)))
 
 
 def test_a_checkpoint_forgets_the_tables_it_passed():
