@@ -22,7 +22,7 @@ from cdc_assets.core.positions import position_from_json
 from cdc_assets.core.splits import Split, SplitPlan
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.backfill import backfill
-from cdc_assets.engine.planning import describe
+from cdc_assets.engine.planning import carried_now
 from cdc_assets.engine.repair import Window, held_for_repair, lock_free, needing_repair, wait_for_sync
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.split_failures import SplitFailed, failed_target, split_failed
@@ -63,7 +63,7 @@ def snapshot_splits(rt: TaskRuntime, table: TableId, split_ids: list[str]) -> li
     todo = [plan.split(s) for s in split_ids if s not in finished or s in again]
     if not todo:
         return done
-    schema = describe(rt, table)
+    schema = carried_now(rt, table)
     with held_for_repair(rt, [rt], plan, schema, [s for s in todo if s.id in again]):
         return done + _pipeline(rt, [rt], plan, schema, todo, again)
 
@@ -92,7 +92,7 @@ def _snapshot_lanes(rt: TaskRuntime, plan: SplitPlan, split_ids: list[str]) -> l
         results.append(_skipped(first, {lane.name: "finished before" for lane in up} | down))
     if not wanted:
         return results
-    schema = describe(rt, plan.table)
+    schema = carried_now(rt, plan.table)
     for lane in up:
         if any(lane.name in names for names in wanted):
             lane.sink.ensure_table(schema)  # a target that was down when the task was planned

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from cdc_assets.core.row_digest import SplitDiff, compare, digest, key_text
 from cdc_assets.core.splits import Split, SplitPlan
 from cdc_assets.core.tables import TableId, TableSchema
-from cdc_assets.engine.planning import describe
+from cdc_assets.engine.planning import carried_now
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.verify_hold import HOLD_WAIT_SECS, Refusals, held
 from cdc_assets.engine.verify_sync import SyncState, sync_state, wait_for
@@ -79,7 +79,7 @@ def verify_table(rt: TaskRuntime, table: TableId, split_ids: list[str] | None = 
     state = state or sync_state(rt, wait_secs)
     if state.blocked:
         return [SplitCheck(s.id, INCONCLUSIVE, state.blocked, target=_target(rt)) for s in splits]
-    schema = describe(rt, table)
+    schema = carried_now(rt, table)
     checks = []
     for split in splits:
         checks.append(_verify_split(rt, plan, schema, split, state.split_wait, hold))

@@ -2,6 +2,8 @@
 own calls: the way out a stop names must work, and a change made before a task's first run must be followed."""
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from cdc_assets.engine.incremental import sync
@@ -10,6 +12,7 @@ from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.schema_changes import SchemaChangeHalted
 from cdc_assets.engine.snapshot import snapshot_splits
 from cdc_assets.engine.split_failures import SplitFailed
+from cdc_assets.engine.verify import FAILED, PASSED, verify_table
 from cdc_assets.sources.postgres.slot import drop_slot, slot_name
 from cdc_assets_tests.support import config_for, execute, fetch_rows, postgres_target, snapshot_all, source_database
 
@@ -336,4 +339,45 @@ def test_a_table_added_beside_one_with_columns_left_out_under_ignore_is_planned(
                 drop_slot(src, slot_name(unique_name))
         assert fetch_rows(tgt, f'"{ns}".a', "id") == [(1, 1), (2, 2), (3, 3)]  # x left out, as ignore documents
         assert fetch_rows(tgt, f'"{ns}".b', "id") == [(1, 1), (2, 2)]
+    tgt.close()
+
+
+@pytest.mark.parametrize("source", ["mysql", "postgres"])
+def test_a_table_with_a_column_left_out_under_ignore_is_verified_and_read_again(servers, unique_name, tmp_path,
+                                                                                source):
+    """Verification and a split's read described the table as the source has it now: with the column `ignore`
+    leaves out of the target, the verification failed on the target's missing column ("column x does not exist")
+    and so did a split read again."""
+    ns = unique_name if source == "mysql" else "s"
+    seed = [] if source == "mysql" else [f"CREATE SCHEMA {ns}"]
+    seed += [f"CREATE TABLE {ns}.a (id INT PRIMARY KEY, v INT)", f"INSERT INTO {ns}.a VALUES (1, 1)"]
+    tgt = postgres_target(servers, f"{unique_name}_tgt")
+    with source_database(servers, source, unique_name, seed) as src:
+        config = config_for(tmp_path, servers, task_id=unique_name, source=source, source_db=unique_name,
+                            tables=[f"{ns}.a"], target="postgres", target_db=f"{unique_name}_tgt",
+                            pipeline={"schema_change_policy": "ignore", "checkpoint_interval_secs": 0.3})
+        rt, syncer, stop = TaskRuntime(config), TaskRuntime(config), threading.Event()
+        running = threading.Thread(target=sync, args=(syncer,), kwargs={"stop": stop}, daemon=True)
+        try:
+            snapshot_all(rt)
+            sync(rt, until_caught_up=True)
+            execute(src, f"ALTER TABLE {ns}.a ADD COLUMN x INT", f"INSERT INTO {ns}.a VALUES (2, 2, 2)")
+            sync(rt, until_caught_up=True)
+            running.start()  # verification and the repair wait for a running sync's checkpoint to pass their reads
+            [table] = rt.config.source.table_ids
+            assert [c.status for c in verify_table(rt, table, wait_secs=30)] == [PASSED]
+            execute(tgt, f'UPDATE "{ns}".a SET v = 5 WHERE id = 2')  # a corruption, repaired by reading it again
+            assert [c.status for c in verify_table(rt, table, wait_secs=30)] == [FAILED]
+            plan = rt.plans.load(table)
+            snapshot_splits(rt, table, [s.id for s in plan.splits])
+            assert [c.status for c in verify_table(rt, table, wait_secs=30)] == [PASSED]
+        finally:
+            stop.set()
+            if running.is_alive():
+                running.join(60)
+            syncer.close()
+            rt.close()
+            if source == "postgres":
+                drop_slot(src, slot_name(unique_name))
+        assert fetch_rows(tgt, f'"{ns}".a', "id") == [(1, 1), (2, 2)]
     tgt.close()
