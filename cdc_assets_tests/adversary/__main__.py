@@ -64,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--schema-changes", action="store_true",
                    help="give every single-target scenario 1-3 schema changes in its log phase, under a "
                         "schema_change_policy drawn from the seed (default: none)")
+    p.add_argument("--verify", action="store_true",
+                   help="end every scenario with the task's own verification (default: the seeds that draw it)")
     p.add_argument("--shrink", action="store_true", help="reduce a failing seed to fewer rows and transactions")
     p.add_argument("--confirm", action="store_true", help="rerun a failing seed once: a pass says timing made it flaky")
     p.add_argument("--describe", action="store_true", help="print the scenarios without running them")
@@ -72,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the private servers are stopped
     seeds = range(args.seed, args.seed + args.scenarios)
     scenarios = [build(s, d, reset=args.reset or None, away_pg=args.target_away_pg, restart=args.restart,
-                       schema_changes=args.schema_changes) for s in seeds for d in (args.direction or [None])]
+                       schema_changes=args.schema_changes, verify=args.verify or None) for s in seeds for d in (args.direction or [None])]
     if args.describe or args.script:
         print("\n".join(s.script() if args.script else s.describe() for s in scenarios))
         return 0
@@ -107,7 +109,7 @@ def rerun_flags(scenario) -> str:
     """The flags that gave the scenario a fault its seed alone does not draw."""
     flags = {"target_away_pg": " --target-away-pg", "restart": " --restart"}
     return "".join(flags[f.kind] for f in scenario.faults if f.kind in flags) + \
-        (" --schema-changes" if scenario.changes else "")
+        (" --schema-changes" if scenario.changes else "") + (" --verify" if scenario.verify else "")
 
 
 def summary(outcomes, seconds: float) -> str:

@@ -22,6 +22,7 @@ from cdc_assets_tests.adversary.oracle import CheckpointWatch, checkpoints, diff
 from cdc_assets_tests.adversary.rewind import reset_at_quiet_point
 from cdc_assets_tests.adversary.scenario import Scenario
 from cdc_assets_tests.adversary.schema_changes import added_tables
+from cdc_assets_tests.adversary.verification import verify_at_the_end
 from cdc_assets_tests.adversary.ways_out import WaysOut
 from cdc_assets_tests.support import write_config
 
@@ -44,7 +45,9 @@ class Servers:
 class Outcome:
     seed: int
     direction: str
-    status: str  # pass | expected_stop (documented: kinds.py `stop`) | divergence | stopped | checkpoint_back | error
+    # pass | expected_stop (documented: kinds.py `stop`) | divergence | stopped | checkpoint_back | error |
+    # false_alarm | inconclusive (the task's verification at the end: verification.py)
+    status: str
     details: list[str] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -158,6 +161,9 @@ def _run(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome) ->
             if reset is not None and not _reset(scenario, servers, ns, src, reset, noted, config, path, env, result,
                                                 watch):
                 break
+        else:
+            if scenario.verify and result.status == "pass":
+                verify_at_the_end(path, env, result)
     finally:
         backwards = watch.finish()
     if backwards and result.status == "pass":

@@ -22,6 +22,7 @@ DIRECTIONS = {"mysql-postgres": (MYSQL, POSTGRES), "postgres-postgres": (POSTGRE
               "mysql-mysql": (MYSQL, MYSQL), "postgres-mysql": (POSTGRES, MYSQL)}
 THREE = {"mysql-three": MYSQL, "postgres-three": POSTGRES}  # into pg_a, pg_b (PostgreSQL) and maria (MariaDB)
 EVERY_DIRECTION = sorted(DIRECTIONS) + sorted(THREE)
+VERIFY_SHARE = 0.25  # of the scenarios end with the task's own verification (verification.py)
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Scenario:
     commit_policy: str = "all"
     changes: tuple[Change, ...] = ()  # schema changes, each a transaction of its own in during_log
     schema_policy: str = "halt"
+    verify: bool = False  # `cdc-assets verify` at the end (verification.py)
 
     @property
     def source(self) -> str:
@@ -57,7 +59,7 @@ class Scenario:
                 f"{', '.join(f.describe() for f in self.faults) or 'none'}, "
                 f"{'exactly-once' if self.exactly_once else 'at-least-once'}" +
                 (f"; schema changes under {self.schema_policy}: {', '.join(c.describe() for c in self.changes)}"
-                 if self.changes else ""))
+                 if self.changes else "") + ("; verified at the end" if self.verify else ""))
 
     def script(self) -> str:
         """The scenario as a person reads it: DDL, seed rows, each transaction, and where the faults fall."""
@@ -117,12 +119,13 @@ class Scenario:
 
 
 def build(seed: int, direction: str | None = None, reset: bool | None = None, away_pg: bool = False,
-          restart: bool = False, schema_changes: bool = False) -> Scenario:
+          restart: bool = False, schema_changes: bool = False, verify: bool | None = None) -> Scenario:
     """The scenario of `seed`; `direction` fixed, or drawn from the seed (one of the four single-target ones);
     `reset`: a reset fault always (True), never (False), or when the seed draws one (None); `away_pg`: a PostgreSQL
     target away where one applies, `restart`: a source restart, each only when asked (its timing from a stream of
     its own), so that every seed keeps the scenario it had before them; `schema_changes`: schema changes in the log
-    phase (single-target directions; the scenario then has no savepoint nor reset, which a re-plan would void)."""
+    phase (single-target directions; the scenario then has no savepoint nor reset, which a re-plan would void);
+    `verify`: the task's verification at the end always (True), never (False), or when the seed draws it (None)."""
     rng = random.Random(seed)
     drawn = rng.choice(sorted(DIRECTIONS))
     direction = direction or drawn
@@ -168,5 +171,6 @@ def build(seed: int, direction: str | None = None, reset: bool | None = None, aw
         away.append(SourceRestart().draw(random.Random(f"restart {seed}"), probe))
     if changes:
         savepoint, resets = [], []
-    return replace(probe, faults=tuple(snapshot_faults + [f for f in faults if f.kind != "snapshot_crash_point"] +
+    drawn_verify = random.Random(f"verify {seed}").random() < VERIFY_SHARE
+    return replace(probe, verify=drawn_verify if verify is None else verify, faults=tuple(snapshot_faults + [f for f in faults if f.kind != "snapshot_crash_point"] +
                                        away + savepoint + resets))
