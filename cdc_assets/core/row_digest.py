@@ -3,7 +3,8 @@ comparison of a split's digests on both sides.
 
 The two engines (and their drivers) hand the same value back in different forms: DECIMAL '1.50' vs numeric
 '1.5000' when the target widened the scale, BIT as bytes vs a bit string, JSON as text vs a parsed jsonb,
-TIMESTAMP as a naive UTC datetime vs an aware one, TIME as a timedelta vs an interval or a time. `canonical`
+TIMESTAMP as a naive UTC datetime vs an aware one, TIME as a timedelta vs an interval or a time; a PostgreSQL source
+compared with a MySQL target reads decimals, dates, timestamps and times as the text its snapshot wrote. `canonical`
 renders each as one text per kind before hashing, so the digest compares values, not their spelling.
 """
 from __future__ import annotations
