@@ -3,7 +3,8 @@ comparison of a split's digests on both sides.
 
 The two engines (and their drivers) hand the same value back in different forms: DECIMAL '1.50' vs numeric
 '1.5000' when the target widened the scale, BIT as bytes vs a bit string, JSON as text vs a parsed jsonb,
-TIMESTAMP as a naive UTC datetime vs an aware one, TIME as a timedelta vs an interval or a time. `canonical`
+TIMESTAMP as a naive UTC datetime vs an aware one, TIME as a timedelta vs an interval or a time; a PostgreSQL source
+compared with a MySQL target reads decimals, dates, timestamps and times as the text its snapshot wrote. `canonical`
 renders each as one text per kind before hashing, so the digest compares values, not their spelling.
 """
 from __future__ import annotations
@@ -12,10 +13,11 @@ import datetime as dt
 import hashlib
 import json
 import math
+import re
 import struct
 import uuid
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any, Iterable
 
 from cdc_assets.core.tables import Kind
@@ -30,6 +32,8 @@ def canonical(value: Any, kind: Kind) -> str:
         return NULL
     if isinstance(value, memoryview | bytearray):
         value = bytes(value)
+    if isinstance(value, str) and kind in _PARSED:
+        value = _PARSED[kind](value)
     if kind == Kind.BIT:
         return str(int.from_bytes(value, "big") if isinstance(value, bytes) else int(str(value), 2))
     if kind == Kind.JSON or kind == Kind.ARRAY:
@@ -65,6 +69,41 @@ def canonical(value: Any, kind: Kind) -> str:
     if isinstance(value, uuid.UUID) or kind == Kind.UUID:
         return json.dumps(str(value).lower())
     return json.dumps(str(value), ensure_ascii=False)
+
+
+_DURATION = re.compile(r"(-)?(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+
+
+def _duration(text: str) -> dt.timedelta | str:
+    """A TIME as text ('-838:59:59', '24:00:00', '12:00:00.5'): what a MySQL TIME or a PostgreSQL time holds."""
+    m = _DURATION.fullmatch(text)
+    if m is None:
+        return text
+    sign, h, mi, s, frac = m.groups()
+    span = dt.timedelta(hours=int(h), minutes=int(mi), seconds=int(s), microseconds=int((frac or "0").ljust(6, "0")))
+    return -span if sign else span
+
+
+def _decimal(text: str) -> Decimal | str:
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        return text
+
+
+def _parser(parse):
+    def parsed(text: str):
+        try:
+            return parse(text)
+        except ValueError:  # 'infinity', a BC date, a zero date: no value of the type, compared as text
+            return text
+    return parsed
+
+
+# A PostgreSQL source renders these as text for a MySQL target (sources/postgres/types.py `select_expr`), which
+# hands back the typed value: the text is parsed into it, so both sides render through the same branch below.
+_PARSED = {Kind.DECIMAL: _decimal, Kind.DATE: _parser(dt.date.fromisoformat), Kind.TIME: _duration,
+           Kind.DATETIME: _parser(dt.datetime.fromisoformat), Kind.TIMESTAMP: _parser(dt.datetime.fromisoformat)}
 
 
 def digest(values: Iterable[Any], kinds: Iterable[Kind]) -> str:

@@ -78,3 +78,41 @@ def test_the_next_single_and_special_values_are_told_apart():
         texts = [canonical(v, kind) for v in specials]
         assert len(set(texts)) == len(specials), texts
         assert canonical(float("nan"), kind) == canonical(float("nan"), kind)
+
+
+# A PostgreSQL source's text of a value (as its snapshot renders it for a MySQL target) and the value PyMySQL
+# reads back from the MySQL column the type mapping gives it.
+AS_TEXT_INTO_MYSQL = [
+    (Kind.TIME, "24:00:00", dt.timedelta(hours=24)), (Kind.TIME, "00:00:00", dt.timedelta(0)),
+    (Kind.TIME, "23:59:59.999999", dt.timedelta(hours=23, minutes=59, seconds=59, microseconds=999999)),
+    (Kind.TIME, "12:00:00.5", dt.timedelta(hours=12, microseconds=500000)),
+    (Kind.TIME, "-838:59:59", -dt.timedelta(hours=838, minutes=59, seconds=59)),
+    (Kind.DATETIME, "2024-02-29 12:00:00.5", dt.datetime(2024, 2, 29, 12, 0, 0, 500000)),
+    (Kind.DATETIME, "9999-12-31 23:59:59.999", dt.datetime(9999, 12, 31, 23, 59, 59, 999000)),
+    (Kind.DATETIME, "1000-01-01 00:00:00", dt.datetime(1000, 1, 1)),
+    (Kind.TIMESTAMP, "2038-01-19 03:14:08.000000", dt.datetime(2038, 1, 19, 3, 14, 8)),
+    (Kind.DATE, "2024-02-29", dt.date(2024, 2, 29)),
+    (Kind.DECIMAL, "1.5", Decimal("1.500000000000000000000000000000")),
+    (Kind.DECIMAL, "-0.000001", Decimal("-0.000001000000000000000000000000")),
+]
+
+
+def test_a_value_as_text_equals_the_typed_value_it_lands_as():
+    for kind, text, value in AS_TEXT_INTO_MYSQL:
+        assert canonical(text, kind) == canonical(value, kind), (kind, text)
+
+
+def test_a_value_as_text_differs_from_any_other_value():
+    others = {Kind.TIME: dt.timedelta(microseconds=1), Kind.DATETIME: dt.timedelta(microseconds=1),
+              Kind.TIMESTAMP: dt.timedelta(microseconds=1), Kind.DATE: dt.timedelta(days=1),
+              Kind.DECIMAL: Decimal("0.000001")}
+    for kind, text, value in AS_TEXT_INTO_MYSQL:
+        assert canonical(text, kind) != canonical(value + others[kind], kind), (kind, text)
+    assert canonical("-00:00:01.5", Kind.TIME) != canonical(dt.timedelta(seconds=1.5), Kind.TIME)
+
+
+def test_text_that_is_no_value_of_its_kind_stays_text():
+    assert canonical("infinity", Kind.TIMESTAMP) == '"infinity"'
+    assert canonical("1 day 02:00:00", Kind.TIME) == '"1 day 02:00:00"'
+    assert canonical("0000-00-00", Kind.DATE) == '"0000-00-00"'
+    assert canonical("NaN", Kind.DECIMAL) == "NaN"

@@ -73,9 +73,12 @@ def select_expr(column: Column, quoted: str, target_dialect: str) -> tuple[str, 
 
 def compared_for_mysql(column: Column, quoted: str) -> str:
     """A column as verification compares it with a MySQL target: as the snapshot renders it for one; a float's
-    zero without its sign, since MySQL stores -0 as 0 (a target cannot hold what the comparison would miss)."""
+    zero without its sign, since MySQL stores -0 as 0 (a target cannot hold what the comparison would miss); a
+    char(n) without its pad spaces, which MySQL's CHAR hands back without (the cast to text drops them)."""
     if column.kind in (Kind.FLOAT32, Kind.FLOAT64):
         return f"CASE WHEN {quoted} = 0 THEN 0::float8 ELSE {quoted}::float8 END"
+    if column.kind == Kind.STRING and _TYPMOD.sub("", column.native).strip() in ("character", "bpchar"):
+        return f"{quoted}::text"
     return select_expr(column, quoted, "mysql")[0]
 
 
