@@ -2,7 +2,7 @@
 comparison of a split's digests on both sides.
 
 The two engines (and their drivers) hand the same value back in different forms: DECIMAL '1.50' vs numeric
-'1.5000' when the target widened the scale, BIT as bytes vs a bit string, JSON as text vs a parsed jsonb,
+'1.5000' when the target widened the scale, BIT as bytes vs a bit string, JSON as MySQL's or jsonb's spelling of it,
 TIMESTAMP as a naive UTC datetime vs an aware one, TIME as a timedelta vs an interval or a time. `canonical`
 renders each as one text per kind before hashing, so the digest compares values, not their spelling.
 """
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Iterable
 
+from cdc_assets.core.json_text import json_text
 from cdc_assets.core.tables import Kind
 
 NULL = "\\N"  # cannot collide with a rendered value: every text value is JSON-quoted
@@ -33,8 +34,7 @@ def canonical(value: Any, kind: Kind) -> str:
     if kind == Kind.BIT:
         return str(int.from_bytes(value, "big") if isinstance(value, bytes) else int(str(value), 2))
     if kind == Kind.JSON or kind == Kind.ARRAY:
-        parsed = json.loads(value) if isinstance(value, str | bytes) else value
-        return json.dumps(parsed, sort_keys=True, separators=(",", ":"), default=str)
+        return json_text(value)  # both range reads hand JSON over as its text (sinks/range_read.py)
     if isinstance(value, bool):
         return str(int(value))
     if isinstance(value, int):
