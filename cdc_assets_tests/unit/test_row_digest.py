@@ -112,3 +112,8 @@ def test_an_array_as_psycopg2_parses_it_equals_its_json_text():
     assert canonical([memoryview(b"\x00\xff")], Kind.ARRAY) == canonical('["\\\\x00ff"]', Kind.ARRAY)
     assert canonical([1000000.0], Kind.ARRAY) == canonical("[1e+06]", Kind.ARRAY)
     assert canonical([1, 2], Kind.ARRAY) != canonical([1, None], Kind.ARRAY) != canonical("[]", Kind.ARRAY)
+
+
+def test_a_value_its_kind_cannot_read_is_compared_as_given_without_failing():
+    assert canonical("12", Kind.BIT) != canonical("10", Kind.BIT) != canonical(2, Kind.BIT)
+    assert canonical("not bits", Kind.BIT) == canonical("not bits", Kind.BIT) != canonical("other", Kind.BIT)
