@@ -13,7 +13,7 @@ import datetime as dt
 import json
 import math
 import uuid
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 NOT_JSON = "!not json "  # no JSON value's canonical text starts with "!"
@@ -59,4 +59,10 @@ def _number(value: Decimal) -> str:
     if not value.is_finite():
         return str(value)
     # -0 (a MySQL double) and 0 are one JSON number; jsonb's numeric has no negative zero
-    return "0" if value == 0 else str(value.normalize())
+    return "0" if value == 0 else str(normalized(value))
+
+
+def normalized(value: Decimal) -> Decimal:
+    """`value` without trailing zeros, every digit kept: `normalize()` alone rounds to the context's 28 digits, and
+    two numbers differing past them would compare equal."""
+    return value.normalize(Context(prec=max(len(value.as_tuple().digits), 1))) if value.is_finite() else value

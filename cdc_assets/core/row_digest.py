@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Iterable
 
-from cdc_assets.core.json_text import json_text
+from cdc_assets.core.json_text import json_text, normalized
 from cdc_assets.core.tables import Kind
 
 NULL = "\\N"  # cannot collide with a rendered value: every text value is JSON-quoted
@@ -30,7 +30,7 @@ def canonical(value: Any, kind: Kind) -> str:
     """The text a value of `kind` is compared by, whichever engine and driver returned it."""
     try:
         return _canonical(value, kind)
-    except (ValueError, TypeError, OverflowError):
+    except (ValueError, TypeError, OverflowError, RecursionError):
         # A value this kind's rule cannot read (a BIT that is no bit string...): compared as the driver gave it, so
         # that the split fails naming its key instead of ending the verification.
         return UNREAD + json.dumps(repr(value))
@@ -51,7 +51,7 @@ def _canonical(value: Any, kind: Kind) -> str:
         return str(value)
     if isinstance(value, Decimal):
         # The target may declare a wider scale (unconstrained numeric -> decimal(65,30)): compare the number.
-        return format(value.normalize(), "f") if value.is_finite() else str(value)
+        return format(normalized(value), "f") if value.is_finite() else str(value)
     if isinstance(value, float) and kind == Kind.FLOAT32:
         # A single-precision value arrives as the double that holds it exactly (the sources' `compared_columns` and
         # sinks/range_read.py read it so) or as PostgreSQL's shortest text of it: both round to one single, whose

@@ -117,3 +117,12 @@ def test_an_array_as_psycopg2_parses_it_equals_its_json_text():
 def test_a_value_its_kind_cannot_read_is_compared_as_given_without_failing():
     assert canonical("12", Kind.BIT) != canonical("10", Kind.BIT) != canonical(2, Kind.BIT)
     assert canonical("not bits", Kind.BIT) == canonical("not bits", Kind.BIT) != canonical("other", Kind.BIT)
+
+
+def test_decimals_and_json_numbers_past_28_digits_are_told_apart():
+    wide = "12345678901234567890123456789012.123456789012345678901234567890"  # DECIMAL(65,30)
+    other = wide[:-1] + "1"
+    assert canonical(Decimal(wide), Kind.DECIMAL) != canonical(Decimal(other), Kind.DECIMAL)
+    assert canonical(Decimal(wide), Kind.DECIMAL) == canonical(Decimal(wide + "000"), Kind.DECIMAL)
+    assert canonical(f"[{wide}]", Kind.JSON) != canonical(f"[{other}]", Kind.JSON)
+    assert canonical(f"[{wide}]", Kind.JSON) == canonical(f"[{wide}00]", Kind.JSON)
