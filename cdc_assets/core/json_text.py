@@ -9,10 +9,8 @@ A text that is not JSON is compared as that text, marked so that no JSON value r
 the verification."""
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
-import uuid
 from decimal import Context, Decimal
 from typing import Any
 
@@ -30,7 +28,7 @@ def json_text(value: Any) -> str:
         try:
             value = json.loads(value, parse_float=Decimal, parse_int=Decimal)
         except (ValueError, RecursionError):
-            return NOT_JSON + json.dumps(value, ensure_ascii=False)
+            return NOT_JSON + json.dumps(value)
     return _render(value)
 
 
@@ -45,14 +43,13 @@ def _render(value: Any) -> str:
         return _number(Decimal(repr(value))) if math.isfinite(value) else repr(value)
     if isinstance(value, dict):
         items = sorted(((str(k), v) for k, v in value.items()), key=lambda item: item[0])
-        return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{_render(v)}" for k, v in items) + "}"
+        return "{" + ",".join(f"{json.dumps(k)}:{_render(v)}" for k, v in items) + "}"
     if isinstance(value, list | tuple):
         return "[" + ",".join(_render(v) for v in value) + "]"
     if isinstance(value, bytes | bytearray | memoryview):  # a bytea array element, as to_json spells it
         return json.dumps("\\x" + bytes(value).hex())
-    if isinstance(value, dt.date | dt.time | uuid.UUID):
-        return json.dumps(str(value))
-    return json.dumps(str(value), ensure_ascii=False)
+    # strings, and an array's dates or UUIDs as text; escaped, so that a lone surrogate (valid JSON) still encodes
+    return json.dumps(str(value))
 
 
 def _number(value: Decimal) -> str:

@@ -126,3 +126,7 @@ def test_decimals_and_json_numbers_past_28_digits_are_told_apart():
     assert canonical(Decimal(wide), Kind.DECIMAL) == canonical(Decimal(wide + "000"), Kind.DECIMAL)
     assert canonical(f"[{wide}]", Kind.JSON) != canonical(f"[{other}]", Kind.JSON)
     assert canonical(f"[{wide}]", Kind.JSON) == canonical(f"[{wide}00]", Kind.JSON)
+
+
+def test_a_json_string_holding_a_lone_surrogate_digests():
+    assert digest(['"\\ud800"'], [Kind.JSON]) != digest(['"\\ud801"'], [Kind.JSON])
