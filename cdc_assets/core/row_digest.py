@@ -2,7 +2,7 @@
 comparison of a split's digests on both sides.
 
 The two engines (and their drivers) hand the same value back in different forms: DECIMAL '1.50' vs numeric
-'1.5000' when the target widened the scale, BIT as bytes vs a bit string, JSON as text vs a parsed jsonb,
+'1.5000' when the target widened the scale, BIT as bytes vs a bit string, JSON as MySQL's or jsonb's spelling of it,
 TIMESTAMP as a naive UTC datetime vs an aware one, TIME as a timedelta vs an interval or a time; a PostgreSQL source
 compared with a MySQL target reads decimals, dates, timestamps and times as the text its snapshot wrote. `canonical`
 renders each as one text per kind before hashing, so the digest compares values, not their spelling.
@@ -20,14 +20,25 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Iterable
 
+from cdc_assets.core.json_text import json_text, normalized
 from cdc_assets.core.tables import Kind
 
 NULL = "\\N"  # cannot collide with a rendered value: every text value is JSON-quoted
+UNREAD = "!unread "  # no rendered value starts with "!"
 SAMPLE_KEYS = 10  # differing keys named per split
 
 
 def canonical(value: Any, kind: Kind) -> str:
     """The text a value of `kind` is compared by, whichever engine and driver returned it."""
+    try:
+        return _canonical(value, kind)
+    except (ValueError, TypeError, OverflowError, RecursionError):
+        # A value this kind's rule cannot read (a BIT that is no bit string...): compared as the driver gave it, so
+        # that the split fails naming its key instead of ending the verification.
+        return UNREAD + json.dumps(repr(value))
+
+
+def _canonical(value: Any, kind: Kind) -> str:
     if value is None:
         return NULL
     if isinstance(value, memoryview | bytearray):
@@ -37,15 +48,14 @@ def canonical(value: Any, kind: Kind) -> str:
     if kind == Kind.BIT:
         return str(int.from_bytes(value, "big") if isinstance(value, bytes) else int(str(value), 2))
     if kind == Kind.JSON or kind == Kind.ARRAY:
-        parsed = json.loads(value) if isinstance(value, str | bytes) else value
-        return json.dumps(parsed, sort_keys=True, separators=(",", ":"), default=str)
+        return json_text(value)  # both range reads hand JSON over as its text (sinks/range_read.py)
     if isinstance(value, bool):
         return str(int(value))
     if isinstance(value, int):
         return str(value)
     if isinstance(value, Decimal):
         # The target may declare a wider scale (unconstrained numeric -> decimal(65,30)): compare the number.
-        return format(value.normalize(), "f") if value.is_finite() else str(value)
+        return format(normalized(value), "f") if value.is_finite() else str(value)
     if isinstance(value, float) and kind == Kind.FLOAT32:
         # A single-precision value arrives as the double that holds it exactly (the sources' `compared_columns` and
         # sinks/range_read.py read it so) or as PostgreSQL's shortest text of it: both round to one single, whose

@@ -4,6 +4,9 @@ Floats are where a driver's text misleads: MySQL prints a FLOAT with 6 significa
 3.4028234663852886e38, 16777200 for 16777216), so a FLOAT column is read as the double that holds it exactly;
 PostgreSQL prints real and double precision exactly only with `extra_float_digits` above 0 (its default from
 version 12), so the session sets it.
+
+JSON is read as its text on either engine: psycopg2 parses json and jsonb, and a parsed JSON string (`""`) is no
+longer told apart from JSON text; core/json_text.py compares the texts as JSON.
 """
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ EXACT_FLOATS = "SET extra_float_digits = 3"
 def compared_expr(db_type: str, column: Column, quoted: str) -> str:
     if db_type == "mysql" and column.kind == Kind.FLOAT32:
         return f"CAST({quoted} AS DOUBLE)"
+    if db_type == "postgres" and column.kind == Kind.JSON:
+        return f"{quoted}::text"
     return quoted
 
 

@@ -116,3 +116,55 @@ def test_text_that_is_no_value_of_its_kind_stays_text():
     assert canonical("1 day 02:00:00", Kind.TIME) == '"1 day 02:00:00"'
     assert canonical("0000-00-00", Kind.DATE) == '"0000-00-00"'
     assert canonical("NaN", Kind.DECIMAL) == "NaN"
+
+
+# JSON as both range reads hand it over: its text, MySQL's (or MariaDB's literal) spelling against jsonb's.
+EQUAL_JSON = [('{"b": [1, 2], "a": 1}', '{"a": 1, "b": [1, 2]}'), ("1.5e3", "1500"), ("1500.0", "1500"),
+              ('"\\u00e9\\ud83d\\ude80"', '"é🚀"'), ("-0.0", "0"), ("[1E+2, 0.10]", "[100, 0.1]"),
+              ('{"k": {"z": null, "a": true}}', '{"k":{"a":true,"z":null}}'), ('""', '""'), ("[]", " [ ] ")]
+APART_JSON = ['""', '"null"', "null", '"1"', "1", "true", '"true"', "[]", "{}", '[""]', "1.5", "18446744073709551615",
+              "18446744073709551616", '{"a": 1}', '{"a": "1"}', '"{}"']
+
+
+def test_json_equal_as_json_is_one_text_whoever_spelled_it():
+    for mysql, postgres in EQUAL_JSON:
+        assert canonical(mysql, Kind.JSON) == canonical(postgres, Kind.JSON), (mysql, postgres)
+    assert canonical(b'{"a": 0.1}', Kind.JSON) == canonical({"a": 0.1}, Kind.JSON) == canonical('{"a":0.1}', Kind.JSON)
+
+
+def test_json_values_that_differ_are_told_apart_and_sql_null_from_json_null():
+    texts = [canonical(v, Kind.JSON) for v in APART_JSON] + [canonical(None, Kind.JSON)]
+    assert len(set(texts)) == len(texts), texts
+
+
+def test_a_text_that_is_not_json_is_compared_as_text_without_failing():
+    broken = ["", "{a", "'x'", "[1,", "\x00"]
+    texts = [canonical(v, Kind.JSON) for v in broken] + [canonical(b"\xff", Kind.JSON)]
+    assert len(set(texts)) == len(texts) and canonical("{a", Kind.JSON) == canonical("{a", Kind.JSON)
+    assert canonical("{a", Kind.JSON) != canonical('"{a"', Kind.JSON)
+    assert canonical("", Kind.JSON) not in (canonical('""', Kind.JSON), NULL)
+
+
+def test_an_array_as_psycopg2_parses_it_equals_its_json_text():
+    assert canonical([1, None, -2147483648], Kind.ARRAY) == canonical("[1,null,-2147483648]", Kind.ARRAY)
+    assert canonical([memoryview(b"\x00\xff")], Kind.ARRAY) == canonical('["\\\\x00ff"]', Kind.ARRAY)
+    assert canonical([1000000.0], Kind.ARRAY) == canonical("[1e+06]", Kind.ARRAY)
+    assert canonical([1, 2], Kind.ARRAY) != canonical([1, None], Kind.ARRAY) != canonical("[]", Kind.ARRAY)
+
+
+def test_a_value_its_kind_cannot_read_is_compared_as_given_without_failing():
+    assert canonical("12", Kind.BIT) != canonical("10", Kind.BIT) != canonical(2, Kind.BIT)
+    assert canonical("not bits", Kind.BIT) == canonical("not bits", Kind.BIT) != canonical("other", Kind.BIT)
+
+
+def test_decimals_and_json_numbers_past_28_digits_are_told_apart():
+    wide = "12345678901234567890123456789012.123456789012345678901234567890"  # DECIMAL(65,30)
+    other = wide[:-1] + "1"
+    assert canonical(Decimal(wide), Kind.DECIMAL) != canonical(Decimal(other), Kind.DECIMAL)
+    assert canonical(Decimal(wide), Kind.DECIMAL) == canonical(Decimal(wide + "000"), Kind.DECIMAL)
+    assert canonical(f"[{wide}]", Kind.JSON) != canonical(f"[{other}]", Kind.JSON)
+    assert canonical(f"[{wide}]", Kind.JSON) == canonical(f"[{wide}00]", Kind.JSON)
+
+
+def test_a_json_string_holding_a_lone_surrogate_digests():
+    assert digest(['"\\ud800"'], [Kind.JSON]) != digest(['"\\ud801"'], [Kind.JSON])

@@ -151,7 +151,7 @@ class PostgresSource(SqlSource):
         # compared as that text, by the snapshot's own expressions.
         if target.db_type == "mysql":
             return [types.compared_for_mysql(c, self.quote(c.name)) for c in schema.columns]
-        return super().compared_columns(schema, target)
+        return [types.compared_expr(c, self.quote(c.name)) for c in schema.columns]
 
     def select_expr(self, column: Column, target_db_type: str) -> tuple[str, bool]:
         return types.select_expr(column, self.quote(column.name), target_db_type)

@@ -71,6 +71,13 @@ def select_expr(column: Column, quoted: str, target_dialect: str) -> tuple[str, 
     return f"{quoted}::text", True
 
 
+def compared_expr(column: Column, quoted: str) -> str:
+    """A column as verification compares it with a PostgreSQL target: JSON as its text, as the target's range read
+    takes it (sinks/range_read.py); psycopg2 would parse it, and a parsed JSON string is no longer told apart
+    from JSON text."""
+    return f"{quoted}::text" if column.kind == Kind.JSON else quoted
+
+
 def compared_for_mysql(column: Column, quoted: str) -> str:
     """A column as verification compares it with a MySQL target: as the snapshot renders it for one; a float's
     zero without its sign, since MySQL stores -0 as 0 (a target cannot hold what the comparison would miss); a
