@@ -83,8 +83,8 @@ def _refilled_across_parts(schema: TableSchema, changes: TableChanges, url: DbUr
             f"{changes.floor}: an earlier part moved the row of key {key} away, replayed over the snapshot (at or "
             f"before its high watermarks), and a later part fills that key again: the target's row under it on "
             f"{url} may have been the moved row or the later one",
-            f"{REPLAN_HINT}; ALTER TABLE {schema.table} REPLICA IDENTITY FULL on the source makes the log carry "
-            "whole rows; a larger pipeline.transaction_part_events keeps such a transaction in one part")
+            f"{REPLAN_HINT}; ALTER TABLE {schema.table} REPLICA IDENTITY FULL on the source (and on each of its "
+            "partitions, for a partitioned table) makes the log carry whole rows; a larger pipeline.transaction_part_events keeps such a transaction in one part")
 
 
 def _superseded(move, replaying_until, floor=None) -> bool:
@@ -110,5 +110,5 @@ def _move_error(schema: TableSchema, new: tuple, move, source: MoveSource, floor
     return MoveIncomplete(
         f"cannot move the row of {schema.table} from key {move.origin} to {new} at {at}: the log "
         f"leaves out its unchanged column(s) {missing} and " + why.format(url=url),
-        f"{REPLAN_HINT}; ALTER TABLE {schema.table} REPLICA IDENTITY FULL on the source makes the log carry "
-        "whole rows")
+        f"{REPLAN_HINT}; ALTER TABLE {schema.table} REPLICA IDENTITY FULL on the source (and on each of its "
+        "partitions, for a partitioned table) makes the log carry whole rows")

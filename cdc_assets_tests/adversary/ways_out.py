@@ -23,7 +23,7 @@ HALTED = re.compile(r"DDL on captured table (\S+) at .*? stops the incremental p
 ALTERS = re.compile(r"make the target's columns hold the new definitions \((.*?)\) and run again", re.S)
 OTHER_POLICY = "set pipeline.schema_change_policy: apply_add_columns"
 MOVE = re.compile(r"cannot move (?:the row|rows) of (\S+) ")
-WHOLE_ROWS = "REPLICA IDENTITY FULL on the source makes the log carry whole rows"
+WHOLE_ROWS = "for a partitioned table) makes the log carry whole rows"
 
 
 @dataclass
@@ -76,11 +76,13 @@ class WaysOut:
         self.path.write_text(yaml.safe_dump(raw))
 
     def _whole_rows(self, table: str) -> str:
-        """The ALTER the stop names, on the source; what went wrong, or ""."""
+        """The ALTER the stop names, on the source table and each of its partitions; what went wrong, or ""."""
         conn = self.servers.postgres.connect(self.ns)
         try:
             with conn.cursor() as cur:
-                cur.execute(f"ALTER TABLE {table} REPLICA IDENTITY FULL")
+                cur.execute("SELECT relid::regclass::text FROM pg_partition_tree(to_regclass(%s))", (table,))
+                for (name,) in cur.fetchall():
+                    cur.execute(f"ALTER TABLE {name} REPLICA IDENTITY FULL")
         except Exception as exc:  # noqa: BLE001 - the named statement failing is the finding
             return f"the ALTER the stop named failed: {exc}"
         finally:

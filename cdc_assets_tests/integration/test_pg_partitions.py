@@ -6,7 +6,7 @@ import pytest
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.errors import ConfigError
+from cdc_assets.errors import ConfigError, SourceSetupError
 from cdc_assets_tests.support import config_for, execute, fetch_rows, snapshot_all, source_database
 
 SEED = [
@@ -75,3 +75,34 @@ def test_a_partitioned_table_and_its_own_partition_are_refused(tmp_path, servers
             ensure_plans(rt)
     finally:
         rt.close()
+
+
+def test_a_partitioned_table_whose_partitions_lack_its_full_replica_identity_stops_before_any_null(
+        tmp_path, servers, source, pg_target):
+    """REPLICA IDENTITY FULL set on a partitioned table alone (as the key-move stop's way out once said) leaves its
+    partitions on the default. pgoutput then flags their old rows whole ('O', after the root's identity) while they
+    hold only the key and NULL for every other column: a key move took those NULLs for the row's unchanged TOASTed
+    text, and the target lost it without a word."""
+    ns, conn = source
+    execute(conn, "ALTER TABLE app.orders ALTER COLUMN note SET STORAGE EXTERNAL",
+            "ALTER TABLE app.orders_1 ALTER COLUMN note SET STORAGE EXTERNAL",
+            "UPDATE app.orders SET note = repeat('toasted ', 1000) WHERE id = 10")
+    rt = runtime(tmp_path, servers, source, pg_target, ["app.orders"])
+    try:
+        snapshot_all(rt)
+        sync(rt, until_caught_up=True)
+        execute(conn, "ALTER TABLE app.orders REPLICA IDENTITY FULL",
+                "UPDATE app.orders SET id = 11 WHERE id = 10")  # within orders_1: an UPDATE, the text unchanged
+        with pytest.raises(SourceSetupError) as stop:
+            sync(rt, until_caught_up=True)
+        assert "app.orders" in str(stop.value) and "ALTER TABLE app.orders_1 REPLICA IDENTITY FULL" in stop.value.hint
+        assert "plan --replan" in stop.value.hint
+        execute(conn, "ALTER TABLE app.orders_1 REPLICA IDENTITY FULL",
+                "ALTER TABLE app.orders_2 REPLICA IDENTITY FULL")
+        ensure_plans(rt, replan=True)  # the way out named
+        snapshot_all(rt)
+        execute(conn, "UPDATE app.orders SET id = 12 WHERE id = 11")  # whole old rows from here on
+        sync(rt, until_caught_up=True)
+    finally:
+        rt.close()
+    assert fetch_rows(pg_target[1], '"app"."orders"', "id") == fetch_rows(conn, "app.orders", "id")

@@ -74,6 +74,6 @@ def _moves(schema: TableSchema, changes: TableChanges, lookup: Lookup, target: s
                 (f"{target} holds neither key" if source is not MoveSource.AMBIGUOUS else
                  f"the batch fills the old key again while the snapshot may have read it: {target}'s document "
                  "under the old key may be the moved row or the later one"),
-                f"{REPLAN_HINT}; ALTER TABLE {schema.table} REPLICA IDENTITY FULL on the source makes the log carry "
-                "whole rows")
+                f"{REPLAN_HINT}; ALTER TABLE {schema.table} REPLICA IDENTITY FULL on the source (and on each of its "
+                "partitions, for a partitioned table) makes the log carry whole rows")
     return ops

@@ -23,6 +23,7 @@ from cdc_assets.errors import SourceSetupError
 from cdc_assets.sources.postgres import pgoutput
 from cdc_assets.sources.postgres.catalog import Catalog
 from cdc_assets.sources.postgres.drift import Shape, drift, recorded_shape, relation_shape
+from cdc_assets.sources.postgres.partitions import refuse_partial_identity
 from cdc_assets.sources.postgres.values import converter
 
 
@@ -150,6 +151,8 @@ class Assembler:
 
     def _relation(self, message: pgoutput.Relation) -> list:
         table = self._table_of(message)
+        if message.replica_identity == "f" and table in self.owners.values():
+            refuse_partial_identity(self.catalog, table, self.boundary)
         schema = self.schemas.get(table)
         key = schema.primary_key if schema else ()
         converters = tuple(None if self.source_text and c.name not in key

@@ -41,5 +41,14 @@ class Catalog:
                 self._bases[type_oid] = int(cur.fetchone()[0])
         return self._bases[type_oid]
 
+    def leaves_not_full(self, table: TableId) -> list[TableId]:
+        """The leaf partitions of `table` whose replica identity is not FULL (none for a plain table)."""
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT n.nspname, c.relname FROM pg_partition_tree(to_regclass(%s)) t "
+                        "JOIN pg_class c ON c.oid = t.relid JOIN pg_namespace n ON n.oid = c.relnamespace "
+                        "WHERE t.isleaf AND c.relreplident <> 'f' ORDER BY 1, 2",
+                        (qualified("postgres", table.namespace, table.name),))
+            return [TableId(*row) for row in cur.fetchall()]
+
     def close(self) -> None:
         self.conn.close()

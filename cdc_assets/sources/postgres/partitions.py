@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cdc_assets.core.tables import TableId
 from cdc_assets.dbapi.connect import qualified
-from cdc_assets.errors import ConfigError
+from cdc_assets.errors import REPLAN_HINT, ConfigError, SourceSetupError
 
 # Every partition below a table, at any depth; none for a plain table or one that does not exist.
 _BELOW_SQL = """
@@ -33,3 +33,17 @@ def refuse_overlap(conn, tables: list[TableId]) -> None:
             raise ConfigError(f"{table} is a partition of {owners[table]}, which source.tables names too: its rows "
                               f"are captured through {owners[table]}",
                               f"remove {table} (or {owners[table]}) from source.tables")
+
+
+def refuse_partial_identity(catalog, table: TableId, after) -> None:
+    """A partitioned table published via its root flags its changes' old rows by the root's replica identity: FULL
+    on the root alone flags the partitions' key-only old rows ('O') as whole, NULL in every other column. Taken as
+    whole rows, those NULLs would fill a moved row's unchanged columns on the target. `catalog.leaves_not_full`
+    reads the identities now; `after`: the log position, for the message."""
+    lacking = catalog.leaves_not_full(table)
+    if lacking:
+        raise SourceSetupError(
+            f"{table} has REPLICA IDENTITY FULL but its partitions {', '.join(map(str, lacking))} do not (the log "
+            f"after {after}): the log flags their old rows as whole though they hold only the key",
+            "; ".join(f"ALTER TABLE {leaf} REPLICA IDENTITY FULL" for leaf in lacking) + " on the source, then "
+            + REPLAN_HINT + " (the log holds those old rows as they were written: a replay would read them again)")
