@@ -104,6 +104,13 @@ def holds(cap: Capacity | None, column: Column) -> bool:
     return kind == Kind.BIT and cap.limit is not None and column.length is not None and column.length <= cap.limit
 
 
+def narrower(columns, capacities: dict[str, Capacity | None]) -> list[Column]:
+    """Those of `columns` whose target column (`capacities`, by name) does not hold every value they can have: the
+    ones a re-plan alters and a failed commit names. A type this module does not model is left to the server."""
+    return [c for c in columns if (cap := capacities.get(c.name)) is not None and cap.family is not Family.OTHER
+            and not holds(cap, c)]
+
+
 def _int_high(column: Column) -> int:
     bits = column.bits or 64
     return 2 ** bits - 1 if column.unsigned or column.kind == Kind.UINT64 else 2 ** (bits - 1) - 1

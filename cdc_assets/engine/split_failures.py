@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import traceback
 
-from cdc_assets.core.fits import Family, holds
+from cdc_assets.core.fits import narrower
 from cdc_assets.core.splits import Split
 from cdc_assets.core.tables import TableId
 from cdc_assets.engine.planning import describe
@@ -66,8 +66,7 @@ def narrower_target(rt: TaskRuntime, table: TableId) -> CdcError | None:
         capacities = rt.sink.column_capacities(table, fresh=True)
     except Exception:  # the failure is reported as the server said it, without this guess
         return None
-    narrow = [c for c in schema.columns if (cap := capacities.get(c.name)) is not None
-              and cap.family is not Family.OTHER and not holds(cap, c)]
+    narrow = narrower(schema.columns, capacities)
     if not narrow:
         return None
     return TableError(

@@ -84,7 +84,8 @@ def _refilled_across_parts(schema: TableSchema, changes: TableChanges, url: DbUr
             f"before its high watermarks), and a later part fills that key again: the target's row under it on "
             f"{url} may have been the moved row or the later one",
             f"{REPLAN_HINT}; ALTER TABLE {schema.table} REPLICA IDENTITY FULL on the source (and on each of its "
-            "partitions, for a partitioned table) makes the log carry whole rows; a larger pipeline.transaction_part_events keeps such a transaction in one part")
+            "partitions, for a partitioned table) makes the log carry whole rows; a larger "
+            "pipeline.transaction_part_events keeps such a transaction in one part")
 
 
 def _superseded(move, replaying_until, floor=None) -> bool:

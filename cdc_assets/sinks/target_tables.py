@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from cdc_assets.core.fits import Capacity, Family, capacity, holds
+from cdc_assets.core.fits import Capacity, capacity, narrower
 from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.errors import TableError
 
@@ -57,10 +57,8 @@ class TargetTables:
         they are: the server refuses a value they cannot take, it never cuts one."""
         sink = self.sink
         capacities = self.capacities(schema.table, fresh=True)
-        narrow = [c for c in schema.columns if (cap := capacities.get(c.name)) is not None
-                  and cap.family is not Family.OTHER and not holds(cap, c)]
         with sink.catalog() as cur:
-            for column in narrow:
+            for column in narrower(schema.columns, capacities):
                 statement = sink.alter_column_sql(schema.table, column, column.name in schema.primary_key)
                 log.warning("%s: target column '%s' (%s) does not hold the source's %s: %s", schema.table,
                             column.name, capacities[column.name].type_text, column.native, statement)
