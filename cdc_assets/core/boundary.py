@@ -14,6 +14,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, ContextManager, Protocol
 
+from cdc_assets.core.added_fill import AddedFill
 from cdc_assets.core.batches import TableChanges
 from cdc_assets.core.events import Idle, SchemaChange, Transaction, TransactionPart
 from cdc_assets.core.fits import Capacity
@@ -159,8 +160,8 @@ class SnapshotSource(Protocol):
 
     def describe(self, table: TableId, split_column: str | None = None) -> TableSchema: ...
 
-    def constant_defaults(self, table: TableId) -> dict[str, str]:
-        """Each column's default that is a constant, as an SQL literal every target engine reads alike."""
+    def added_fill(self, change: SchemaChange, names: list[str]) -> AddedFill:
+        """What the rows there before `change` (which added the columns `names`) got in them (core/added_fill)."""
 
     def current_position(self) -> Position: ...
 

@@ -6,10 +6,10 @@ about it under pipeline.schema_change_policy. The rule, in order:
    go on, under every policy.
 3. TABLE_ONLY (a PostgreSQL table renamed, whose changes keep coming under its new name; a MySQL CREATE TABLE of
    the table that exists: IF NOT EXISTS, or a replay of the log from before its creation): go on under `ignore`.
-4. Columns added: under `apply_add_columns` added to the target (with the source's constant default, which the
-   rows there got) and captured; under `ignore` left out, recorded
-   as source.exclude_columns are (the target does not get them until a re-plan); under `halt`, stop. An added
-   column a later DDL took away before the ADD was followed stops, under every policy.
+4. Columns added: under `apply_add_columns` added to the target, with the value the rows there got at the ADD as
+   its default (core/added_fill.py; a stop where the source cannot say what it was), and captured; under `ignore`
+   left out, recorded as source.exclude_columns are (the target does not get them until a re-plan); under `halt`,
+   stop. An added column a later DDL took away before the ADD was followed stops, under every policy.
 5. Captured columns retyped: the source's new definitions are read, and followed (recorded, and the log read on
    with them) where the target's columns hold every value of them (core/fits.py `holds`), under every policy;
    otherwise stop, naming the statements that make the target hold them. Changing the target column is the way
@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
+from cdc_assets.core.added_fill import AddedFill
 from cdc_assets.core.boundary import Sink
 from cdc_assets.core.events import SchemaChange, SchemaChangeKind
 from cdc_assets.core.fits import Family, holds
@@ -39,19 +40,20 @@ class SchemaChangeHalted(CdcError):
     target's column hold the new definition; for a dropped or renamed column, the key, a truncate or anything not
     understood, a re-plan (docs/concepts/log-phase.md, "Schema changes")."""
 
-    def __init__(self, change: SchemaChange, policy: str, hint: str = "") -> None:
+    def __init__(self, change: SchemaChange, policy: str, hint: str = "", why: str = "") -> None:
         super().__init__(
             f"DDL on captured table {change.table} at {change.position} stops the incremental phase "
-            f"(schema_change_policy {policy}): {change.statement}",
+            f"(schema_change_policy {policy}){': ' + why if why else ''}: {change.statement}",
             hint or REPLAN_HINT)
         self.change = change
 
 
 def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: Sink,
            describe: Callable[[TableId], TableSchema],
-           defaults: Callable[[TableId], dict[str, str]] = lambda table: {}) -> TableSchema | None:
+           fill: Callable[[SchemaChange, list[str]], AddedFill] = lambda change, names: AddedFill()
+           ) -> TableSchema | None:
     """What the task reads the table with from `change` on: None for the schema it has (go on), else the new
-    schema to record; `defaults`: the source's constant column defaults, which an added column's rows got.
+    schema to record; `fill`: what the rows there before got in the added columns (core/added_fill.py).
     Raises SchemaChangeHalted."""
     where = f"{change.table} at {change.position}"
     if change.kind is _K.HARMLESS or (change.kind is _K.TABLE_ONLY and policy == "ignore"):
@@ -81,7 +83,14 @@ def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: 
     _check_target_holds(change, policy, sink, schema, [now[n] for n in touched])
     added = [c for c in current.columns if c.name not in captured and c.name in adds]
     if added:
-        sink.add_columns(schema, added, defaults(schema.table))
+        filled = fill(change, [c.name for c in added])
+        if filled.unknown:
+            raise SchemaChangeHalted(
+                change, policy, f"{REPLAN_HINT} (it reads the table's rows again), or set "
+                "pipeline.schema_change_policy: ignore and run again (leaves the column out until a re-plan)",
+                "the rows there before got values in the added column(s) that no log event carries and the task "
+                "cannot know: " + "; ".join(f"{n}: {why}" for n, why in filled.unknown.items()))
+        sink.add_columns(schema, added, filled.literals)
     log.log(logging.WARNING if left_out else logging.INFO, "DDL on %s: following it%s%s%s: %s", where,
             f", retyped {touched} (the target holds them)" if touched else "",
             f", added {[c.name for c in added]}" if added else "",

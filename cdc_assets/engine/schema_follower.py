@@ -66,7 +66,7 @@ class SchemaFollower:
         change cannot be followed under `pipeline.schema_change_policy`."""
         table = change.table
         schema = settle(change, checkpoint.schemas.get(table), self.pipeline.schema_change_policy, self.rt.sink,
-                        lambda t: describe(self.rt, t), self.rt.source.constant_defaults)
+                        lambda t: describe(self.rt, t), self.rt.source.added_fill)
         if schema is None or schema == checkpoint.schemas.get(table):
             # the definitions the lane has (a PostgreSQL Relation of rows from before a change the lane already
             # followed with the catalog's newer definitions): a new version and a restart would meet it again

@@ -3,8 +3,6 @@ from key probes (split_planning.py), the export of a group of splits as one JDBC
 split reads of verification (split_hold.py, split_read.py) and the exact lookup of keys (present_keys.py)."""
 from __future__ import annotations
 
-import re
-
 from cdc_assets.core.boundary import KeyStats, RowExport, TargetFormat
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.keys import key_kind
@@ -18,11 +16,6 @@ from cdc_assets.sources.present_keys import present_keys
 from cdc_assets.sources.split_hold import LOCK_WAIT_SECS, hold_range
 from cdc_assets.sources.split_planning import KeyProbes, plan_splits
 from cdc_assets.sources.split_read import SplitRead, changed_versions, read_range
-
-
-# A number, or a quoted string without backslashes (whose meaning would differ between the engines), with a
-# PostgreSQL cast after it ('d'::character varying): a default every target engine reads as the same value.
-_CONSTANT = re.compile(r"(-?\d+(?:\.\d+)?|'(?:[^'\\]|'')*')(?:::[a-z ]+(?:\(\d+(?:,\d+)?\))?)?")
 
 
 class SqlSource:
@@ -65,17 +58,6 @@ class SqlSource:
 
     def quote(self, name: str) -> str:
         return quote_ident(self.db_type, name)
-
-    def constant_defaults(self, table: TableId) -> dict[str, str]:
-        """Each column's default that is a constant (a number, a quoted string), as an SQL literal: what rows
-        there before an ADD COLUMN got. An expression's (CURRENT_TIMESTAMP) is left out: a target cannot know
-        the value it had then."""
-        with self.conn.cursor() as cur:
-            cur.execute("SELECT column_name, column_default FROM information_schema.columns "
-                        "WHERE table_schema = %s AND table_name = %s", (table.namespace, table.name))
-            rows = cur.fetchall()
-        return {name: found.group(1) for name, default in rows
-                if default is not None and (found := _CONSTANT.fullmatch(str(default))) is not None}
 
     def table_sql(self, table: TableId) -> str:
         return qualified(self.db_type, table.namespace, table.name)

@@ -16,6 +16,7 @@ To add a change to the menu: a function `(rng, table, engine) -> Change | None` 
 from __future__ import annotations
 
 import random
+import zlib
 from dataclasses import dataclass, replace
 
 from cdc_assets_tests.adversary.kinds import BY_NAME, MYSQL, POSTGRES, Kind, literal
@@ -23,6 +24,7 @@ from cdc_assets_tests.adversary.schema import Table, q
 
 POLICIES = ("halt", "apply_add_columns", "ignore")
 DEFAULTS = {"int": "7", "varchar": "'d'"}  # the kinds an added column is of, with its DEFAULT
+LATER_DEFAULTS = {"int": "9", "varchar": "'e'"}  # set_default's: the rows there at the ADD keep the ADD's
 
 # A varchar widened to 100 characters: written with values past the old 40 afterwards. In BY_NAME only, so that
 # no table draws it (kinds.py KINDS).
@@ -34,9 +36,9 @@ BY_NAME["varchar100"] = Kind(
 
 @dataclass(frozen=True)
 class Change:
-    """`kind`: add | drop | rename | widen | int_to_bigint | add_table; `column`: the column it adds, drops,
-    renames or retypes; `to`: the kind it adds or retypes to, or the new name; `created`: the table add_table
-    creates."""
+    """`kind`: add | drop | rename | widen | int_to_bigint | add_table | set_default; `column`: the column it adds,
+    drops, renames, retypes or sets the default of; `to`: the kind it adds or retypes to, the new name, or the new
+    default (none: DROP DEFAULT); `created`: the table add_table creates."""
     kind: str
     table: str
     column: str
@@ -63,16 +65,22 @@ class Change:
             return f"{table} DROP COLUMN {column}"
         if self.kind == "rename":
             return f"{table} RENAME COLUMN {column} TO {q(engine, self.to)}"
-        if engine == MYSQL:  # repeating an added column's default, which MODIFY drops otherwise (log-phase.md)
+        if self.kind == "set_default":
+            return f"{table} ALTER COLUMN {column} " + (f"SET DEFAULT {self.to}" if self.to else "DROP DEFAULT")
+        if engine == MYSQL:
+            # An added column's default, which MODIFY drops unless repeated: in half the changes (by a stream of
+            # the change's own), so that the rows there before keep the ADD's default either way on the target.
             kept = DEFAULTS["int" if self.kind == "int_to_bigint" else "varchar"]
-            return f"{table} MODIFY {column} {kind.ddl[engine]}" + (f" DEFAULT {kept}" if self.column.startswith(
-                "c_add") else "")
+            repeat = self.column.startswith("c_add") and _coin(f"{self.table}.{self.column}.{self.kind}")
+            return f"{table} MODIFY {column} {kind.ddl[engine]}" + (f" DEFAULT {kept}" if repeat else "")
         return f"{table} ALTER COLUMN {column} TYPE {kind.ddl[engine]}"
 
     def after(self, table: Table) -> Table:
         """The table as the source has it after the change."""
         columns = list(table.columns)
         at = next((i for i, (c, _) in enumerate(columns) if c == self.column), None)
+        if self.kind == "set_default":
+            return table
         if self.kind == "add":
             columns.append((self.column, self.to))
         elif self.kind == "drop":
@@ -91,6 +99,21 @@ class Change:
 
 def _add(rng: random.Random, table: Table, engine: str, number: int) -> Change | None:
     return Change("add", table.name, f"c_add{number}", rng.choice(sorted(DEFAULTS)))
+
+
+def _coin(name: str) -> bool:
+    """Heads or tails from `name` alone: a choice made without drawing from the seed's streams, so that every seed
+    keeps the scenario it drew before the choice existed."""
+    return zlib.crc32(name.encode()) % 2 == 0
+
+
+def _later_default(added: Change) -> Change | None:
+    """After half the ADD COLUMNs, at once (before a sync meets the ADD, as a rule), a new default or none: the rows
+    there at the ADD keep the ADD's on the source."""
+    if not _coin(f"{added.table}.{added.column}.later"):
+        return None
+    to = LATER_DEFAULTS[added.to] if _coin(f"{added.table}.{added.column}.set") else ""
+    return Change("set_default", added.table, added.column, to)
 
 
 def _drop(rng: random.Random, table: Table, engine: str, number: int) -> Change | None:
@@ -131,6 +154,8 @@ def draw_log(rng: random.Random, work, source: str, namespace: str,
     transactions, changes = [], []
     for i in range(count):
         drawn = [_draw_change(rng, work.tables, source, len(changes) + 1)] if i in at else []
+        if drawn and drawn[0] is not None and drawn[0].kind == "add" and (later := _later_default(drawn[0])):
+            drawn.append(later)
         if i == add_at:
             drawn.append(_add_table(adder, adder.choice(work.tables), source, len(changes) + len(drawn) + 1))
         for change in drawn:

@@ -13,7 +13,9 @@ from collections.abc import Mapping
 
 from pymongo import MongoClient
 
+from cdc_assets.core.added_fill import AddedFill
 from cdc_assets.core.boundary import RowExport, TargetFormat
+from cdc_assets.core.events import SchemaChange
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.positions import MongoPosition
 from cdc_assets.core.splits import KeyRange, Split, SplitPlan
@@ -74,8 +76,8 @@ class MongoSource:
                               f"add it: source.collections: {{{table}: {{}}}} (the whole document) or with fields")
         return self.specs[table]
 
-    def constant_defaults(self, table: TableId) -> dict[str, str]:
-        return {}  # a collection declares no defaults
+    def added_fill(self, change: SchemaChange, names: list[str]) -> AddedFill:
+        return AddedFill()  # a collection declares no defaults
 
     def describe(self, table: TableId, split_column: str | None = None) -> TableSchema:
         spec = self.spec(table)

@@ -21,8 +21,8 @@ _TABLE_DDL = [re.compile(p, re.I | re.S) for p in (
 )]
 _DROP_DATABASE = re.compile(rf"DROP\s+(?:DATABASE|SCHEMA)\s+(?:IF\s+EXISTS\s+)?(?P<db>{_IDENT})", re.I)
 _CREATE = re.compile(r"CREATE\s+TABLE\b", re.I)  # not OR REPLACE (a drop and a create), not TEMPORARY
-_LEADING_COMMENTS = re.compile(r"^(?:\s+|/\*.*?\*/)+", re.S)
-_ALTER = re.compile(r"^\s*ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?\S+\s+(?P<clauses>.*)$",
+LEADING_COMMENTS = re.compile(r"^(?:\s+|/\*.*?\*/)+", re.S)
+ALTER = re.compile(r"^\s*ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?\S+\s+(?P<clauses>.*)$",
                     re.I | re.S)
 # Clauses that leave every row image as it was (MySQL 8.4 / MariaDB 10.11 ALTER TABLE syntax): indexes, constraints
 # (they refuse rows, never change one), comments, table options, a column's default or visibility, how the server
@@ -39,8 +39,8 @@ _EXECUTION_OPTION = re.compile(r"^(?:ALGORITHM|LOCK)\b", re.I)
 # ADD [COLUMN] [IF NOT EXISTS] then a column name or a parenthesised list of column definitions; ADD followed by
 # one of these words adds something else.
 _NOT_A_COLUMN = r"(?!(?:INDEX|KEY|UNIQUE|PRIMARY|CONSTRAINT|FOREIGN|FULLTEXT|SPATIAL|CHECK|PARTITION|PERIOD)\b)"
-_ADD_COLUMN = re.compile(rf"^ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?{_NOT_A_COLUMN}(?P<rest>.*)$", re.I | re.S)
-_COLUMN_NAME = re.compile(rf"\s*{_NOT_A_COLUMN}({_IDENT})", re.I)
+ADD_COLUMN = re.compile(rf"^ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?{_NOT_A_COLUMN}(?P<rest>.*)$", re.I | re.S)
+COLUMN_NAME = re.compile(rf"\s*{_NOT_A_COLUMN}({_IDENT})", re.I)
 # Clauses on one existing column: MODIFY c <definition>; CHANGE old new <definition> (a rename unless old = new);
 # RENAME COLUMN old TO new; DROP [COLUMN] c.
 _MODIFY = re.compile(rf"^MODIFY\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?({_IDENT})\s", re.I)
@@ -50,7 +50,7 @@ _DROP_COLUMN = re.compile(
     rf"^DROP\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?{_NOT_A_COLUMN}({_IDENT})\s*(?:CASCADE|RESTRICT)?\s*$", re.I)
 
 
-def _unquote(ident: str) -> str:
+def unquote(ident: str) -> str:
     return ident[1:-1].replace("``", "`") if ident.startswith("`") else ident
 
 
@@ -60,7 +60,7 @@ def _named_tables(names: str, default_db: str) -> list[TableId]:
         if m.group(2) is None and m.group(1).upper() == "TO":
             continue  # RENAME's keyword; a table really named `to` must be quoted
         db, table = (m.group(1), m.group(2)) if m.group(2) else (default_db, m.group(1))
-        found.append(TableId(_unquote(db), _unquote(table)))
+        found.append(TableId(unquote(db), unquote(table)))
     return found
 
 
@@ -69,9 +69,9 @@ def ddl_tables(statement: str, default_db: str, captured: Collection[TableId]) -
 
     Unqualified names belong to `default_db` (the QUERY_EVENT's current database). Temporary tables,
     indexes and other objects are not tables we capture."""
-    text = _LEADING_COMMENTS.sub("", statement)
+    text = LEADING_COMMENTS.sub("", statement)
     if m := _DROP_DATABASE.match(text):
-        db = _unquote(m.group("db"))
+        db = unquote(m.group("db"))
         return sorted(t for t in captured if t.namespace == db)
     for pattern in _TABLE_DDL:
         if m := pattern.match(text):
@@ -79,7 +79,7 @@ def ddl_tables(statement: str, default_db: str, captured: Collection[TableId]) -
     return []
 
 
-def _split_top_level(text: str) -> list[str]:
+def split_top_level(text: str) -> list[str]:
     """Comma-separated parts of `text`; commas inside parentheses or quotes ('', "", ``) do not split."""
     parts, depth, quote, current = [], 0, "", ""
     for ch in text:
@@ -102,11 +102,11 @@ def _added_names(rest: str) -> list[str] | None:
     """The column names an ADD clause's remainder declares: `c INT ...` or `(c INT, d INT)`."""
     rest = rest.strip()
     if rest.startswith("(") and rest.endswith(")"):
-        definitions = _split_top_level(rest[1:-1])
+        definitions = split_top_level(rest[1:-1])
     else:
         definitions = [rest]
-    names = [m.group(1) for d in definitions if (m := _COLUMN_NAME.match(d))]
-    return [_unquote(n) for n in names] if len(names) == len(definitions) else None
+    names = [m.group(1) for d in definitions if (m := COLUMN_NAME.match(d))]
+    return [unquote(n) for n in names] if len(names) == len(definitions) else None
 
 
 def classify(statement: str) -> tuple[SchemaChangeKind, tuple[str, ...], tuple[str, ...]]:
@@ -118,30 +118,30 @@ def classify(statement: str) -> tuple[SchemaChangeKind, tuple[str, ...], tuple[s
     itself (its key, partitions, a rename, CONVERT TO CHARACTER SET) or one not understood is OTHER naming none.
     A CREATE TABLE (not OR REPLACE) of a captured table is TABLE_ONLY: the table exists, so it created nothing.
     Every other statement is OTHER."""
-    text = _LEADING_COMMENTS.sub("", statement)
+    text = LEADING_COMMENTS.sub("", statement)
     if _CREATE.match(text):
         return SchemaChangeKind.TABLE_ONLY, (), ()
-    m = _ALTER.match(text)
+    m = ALTER.match(text)
     if not m:
         return SchemaChangeKind.OTHER, (), ()
     added: list[str] = []
     retyped: list[str] = []
     gone: list[str] = []
-    for clause in _split_top_level(m.group("clauses")):
+    for clause in split_top_level(m.group("clauses")):
         if _HARMLESS_CLAUSE.match(clause):
             continue
-        if add := _ADD_COLUMN.match(clause):
+        if add := ADD_COLUMN.match(clause):
             names = _added_names(add.group("rest"))
             if not names:
                 return SchemaChangeKind.OTHER, (), ()
             added += names
         elif found := _MODIFY.match(clause + " "):
-            retyped.append(_unquote(found.group(1)))
+            retyped.append(unquote(found.group(1)))
         elif found := _CHANGE.match(clause + " "):
-            old, new = _unquote(found.group(1)), _unquote(found.group(2))
+            old, new = unquote(found.group(1)), unquote(found.group(2))
             (retyped if old.lower() == new.lower() else gone).append(old)
         elif found := _RENAME_COLUMN.match(clause) or _DROP_COLUMN.match(clause):
-            gone.append(_unquote(found.group(1)))
+            gone.append(unquote(found.group(1)))
         else:
             return SchemaChangeKind.OTHER, (), ()
     if gone:

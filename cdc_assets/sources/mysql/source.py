@@ -6,7 +6,9 @@ import importlib.util
 
 import pymysql
 
+from cdc_assets.core.added_fill import AddedFill
 from cdc_assets.core.boundary import CopyOutExport, JdbcExport, KeyStats, RowExport, RowFormat, TargetFormat, Transport
+from cdc_assets.core.events import SchemaChange
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.splits import Split, SplitPlan
@@ -18,6 +20,7 @@ from cdc_assets.dbapi.mysql_flavour import detect
 from cdc_assets.errors import CdcError, NulInText, SourceSetupError
 from cdc_assets.sources.base import SqlSource
 from cdc_assets.sources.mysql import capture, types
+from cdc_assets.sources.mysql.added_fill import added_fill
 from cdc_assets.sources.mysql.describe import describe_table
 from cdc_assets.sources.split_planning import KeyProbes
 
@@ -66,6 +69,9 @@ class MysqlSource(SqlSource):
                                "must be ON")
             raise
         return bool(row and (row.get("Source_Host") or row.get("Master_Host"))), ""
+
+    def added_fill(self, change: SchemaChange, names: list[str]) -> AddedFill:
+        return added_fill(change.statement, names)
 
     def describe(self, table: TableId, split_column: str | None = None) -> TableSchema:
         return describe_table(self.conn, self.url, self.flavour.mariadb, table, split_column)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
+from cdc_assets.core.added_fill import AddedFill
 from cdc_assets.core.boundary import CopyOutExport, KeyStats, RowExport, RowFormat, TargetFormat, Transport
+from cdc_assets.core.events import SchemaChange
 from cdc_assets.core.jdbc import JdbcEndpoint
 from cdc_assets.core.positions import PgPosition
 from cdc_assets.core.splits import KeyRange, Split, SplitPlan
@@ -17,6 +19,7 @@ from cdc_assets.sources.base import SqlSource, resolve_key
 from cdc_assets.sources.split_planning import KeyProbes
 from cdc_assets.sources.split_read import SplitRead, changed_versions
 from cdc_assets.sources.postgres import types
+from cdc_assets.sources.postgres.added_fill import added_fill
 
 # Generated columns are not captured: pgoutput leaves them out of every row image (up to PostgreSQL 17), so the log
 # could never keep them right. A target may declare them itself (docs/connectors/postgres.md, "Generated columns").
@@ -94,6 +97,9 @@ class PostgresSource(SqlSource):
             cur.execute(_PK_SQL, (regclass,))
             pk = tuple(r[0] for r in cur.fetchall())
         return resolve_key(table, columns, pk, split_column, lambda c: self._is_unique(regclass, c))
+
+    def added_fill(self, change: SchemaChange, names: list[str]) -> AddedFill:
+        return added_fill(self.conn, self.table_sql(change.table), names)
 
     def _is_unique(self, regclass: str, column: str) -> bool:
         with self.conn.cursor() as cur:

@@ -1,0 +1,53 @@
+"""What PostgreSQL gave the rows there before an ADD COLUMN (core/added_fill.py). The WAL has no DDL, but the
+catalog keeps it: an ADD with a non-volatile default stores the value those rows got in `attmissingval`, whatever
+the column's default became later. Without it (no default, a volatile one that rewrote the table with a value per
+row, or a rewrite since) a column that has no default now got NULL; one that has a default now cannot be told
+apart from those cases."""
+from __future__ import annotations
+
+import re
+
+from cdc_assets.core.added_fill import AddedFill, number, quoted
+
+_FILL_SQL = """
+SELECT a.attname, a.atthasmissing, a.attmissingval::text, pg_get_expr(d.adbin, d.adrelid),
+       COALESCE(b.typcategory, t.typcategory)
+FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+LEFT JOIN pg_type b ON t.typtype = 'd' AND b.oid = t.typbasetype
+LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+WHERE a.attrelid = %s::regclass AND a.attname = ANY(%s) AND NOT a.attisdropped"""
+_ESCAPED = re.compile(r"\\(.)", re.S)
+
+
+def added_fill(conn, regclass: str, names: list[str]) -> AddedFill:
+    with conn.cursor() as cur:
+        cur.execute(_FILL_SQL, (regclass, list(names)))
+        rows = cur.fetchall()
+    fill = AddedFill()
+    for name, has_missing, missing, default, category in rows:
+        if has_missing:
+            literal = _literal(_element(missing), category)
+            if literal is None:
+                fill.unknown[name] = f"its value {missing} has no constant both target engines read alike"
+            else:
+                fill.literals[name] = literal
+        elif default is not None:
+            fill.unknown[name] = (f"its default {default} was volatile (a value per row), set after the ADD, or the "
+                                  "table was rewritten since: the catalog no longer says which")
+    return fill
+
+
+def _element(array_text: str) -> str:
+    """The one element of `attmissingval`'s text ({7}, {"it's \\"q\\""})."""
+    inner = array_text[1:-1]
+    return _ESCAPED.sub(r"\1", inner[1:-1]) if inner.startswith('"') else inner
+
+
+def _literal(text: str, category: str) -> str | None:
+    if category == "A":
+        return None  # an array's element text would need the array's own quoting rules on each engine
+    if category == "N":
+        return number(text) or quoted(text)
+    if category == "B":
+        return "'1'" if text == "t" else "'0'"
+    return quoted(text)
