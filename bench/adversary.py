@@ -66,6 +66,9 @@ def parse(lines: list[str], profile: str) -> list[dict]:
 class Run:
     def __init__(self, results: Path, log_dir: Path):
         self.results, self.log_dir, self.lock = results, log_dir, threading.Lock()
+        # the code each outcome ran on: a long run continued after a fix records which scenarios ran on which
+        self.commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                     cwd=Path(__file__).parent).stdout.strip() or "?"
         self.procs: set[subprocess.Popen] = set()
         self.stopping = False
 
@@ -88,7 +91,7 @@ class Run:
         outcomes = parse(log.read_text(errors="replace").splitlines(), profile)
         with self.lock, open(self.results, "a") as f:
             for o in outcomes:
-                f.write(json.dumps(o) + "\n")
+                f.write(json.dumps({**o, "commit": self.commit}) + "\n")
         print(f"chunk {start}+{count} {profile}: " + ", ".join(f"{s} x{n}" for s, n in
               sorted(Counter(o["status"] for o in outcomes).items())) + f" (log {log})", flush=True)
 
@@ -111,6 +114,7 @@ def summary(outcomes: list[dict], seconds: float | None) -> str:
     lines += ["faults injected:"] + [f"  {f}: {n}" for f, n in sorted(Counter(
         f for o in outcomes for f in o["faults"]).items())]
     lines += ["profiles:"] + [f"  {p}: {n}" for p, n in sorted(Counter(o["profile"] for o in outcomes).items())]
+    lines += ["commits:"] + [f"  {c}: {n}" for c, n in sorted(Counter(o.get("commit", "?") for o in outcomes).items())]
     bad = [o for o in outcomes if o["status"] not in GOOD]
     lines += [f"not a pass nor a documented stop: {len(bad)}"]
     for o in bad:
