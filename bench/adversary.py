@@ -34,7 +34,12 @@ PROFILES = {
 GOOD = ("pass", "expected_stop")
 OUTCOME = re.compile(r"^seed (\d+) (\S+): (\w+) in (\d+) s; faults (.*)$")
 FAULT = re.compile(r"(\w+)\(.*?\) (\w+)")
-STOP_KIND = re.compile(r"\b([A-Z]\w*(?:Error|Stop|Incomplete|Lost|Refused|Changed|Gone|Missing)\w*)\b")
+SUMMARY = re.compile(r"^\d+ scenarios in \d+ s$")
+STOP_KINDS = [  # (what the error says, the kind it is: docs/connectors' type mapping, docs/concepts/log-phase.md)
+    (r"zero or invalid date|date/time field value out of range|Incorrect (?:date|datetime) value", "zero date"),
+    (r"cannot move (?:the row|rows) of", "key move the log leaves incomplete (MoveIncomplete)"),
+    (r"DDL on captured table", "schema change (SchemaChangeHalted)"),
+]
 
 
 def chunks(first: int, count: int, size: int) -> list[tuple[int, int, str]]:
@@ -46,7 +51,7 @@ def chunks(first: int, count: int, size: int) -> list[tuple[int, int, str]]:
 
 
 def parse(lines: list[str], profile: str) -> list[dict]:
-    """The outcome lines of one chunk's output, each with the detail lines under it."""
+    """The outcome lines of one chunk's output, each with what was printed under it (the stop's output included)."""
     outcomes: list[dict] = []
     for line in lines:
         m = OUTCOME.match(line)
@@ -55,12 +60,24 @@ def parse(lines: list[str], profile: str) -> list[dict]:
             outcomes.append({"seed": int(seed), "direction": direction, "status": status.lower(),
                              "seconds": int(seconds), "profile": profile, "details": [],
                              "faults": [" ".join(f) for f in FAULT.findall(faults)]})
-        elif outcomes and line.startswith("    ") and not line.startswith("    timing:"):
+        elif line.startswith("seed ") or SUMMARY.match(line):
+            outcomes and outcomes[-1].setdefault("ended", True)
+        elif outcomes and "ended" not in outcomes[-1] and line.strip() and \
+                not line.strip().startswith(("timing:", "rerun:")):
             outcomes[-1]["details"].append(line.strip())
     for o in outcomes:
-        kinds = [k for d in o["details"] for k in STOP_KIND.findall(d)]
-        o["stop"] = kinds[0] if kinds and o["status"] != "pass" else None
+        o.pop("ended", None)
     return outcomes
+
+
+def stop_kind(details: list[str]) -> str:
+    """A documented stop's kind, from the error it printed."""
+    text = " ".join(details)
+    for pattern, kind in STOP_KINDS:
+        if re.search(pattern, text):
+            return kind
+    error = re.search(r"error: (.*)", text)
+    return " ".join((error.group(1) if error else text).split()[:6]) or "?"
 
 
 class Run:
@@ -109,7 +126,7 @@ def summary(outcomes: list[dict], seconds: float | None) -> str:
     lines += [f"  {d}: {n}" for d, n in sorted(Counter(o["direction"] for o in outcomes).items())]
     lines += ["outcomes:"] + [f"  {s}: {n}" for s, n in sorted(Counter(o["status"] for o in outcomes).items())]
     lines += ["loud stops by kind (documented):"] + [
-        f"  {k}: {n}" for k, n in sorted(Counter(o["stop"] or "?" for o in outcomes
+        f"  {k}: {n}" for k, n in sorted(Counter(stop_kind(o["details"]) for o in outcomes
                                                  if o["status"] == "expected_stop").items())]
     lines += ["faults injected:"] + [f"  {f}: {n}" for f, n in sorted(Counter(
         f for o in outcomes for f in o["faults"]).items())]
@@ -126,6 +143,18 @@ def summary(outcomes: list[dict], seconds: float | None) -> str:
     return "\n".join(lines)
 
 
+def reparse(results: Path) -> None:
+    """The outcomes again from the chunks' logs (the last run of each chunk), keeping the commit each ran on."""
+    old = [json.loads(line) for line in results.read_text().splitlines()]
+    commits = {(o["seed"], o["profile"]): o.get("commit", "?") for o in old}
+    out = []
+    for log in sorted(results.with_suffix(".logs").glob("*.log")):
+        profile = log.stem.split("-", 1)[1]
+        for o in parse(log.read_text(errors="replace").splitlines(), profile):
+            out.append({**o, "commit": commits.get((o["seed"], profile), "?")})
+    results.write_text("".join(json.dumps(o) + "\n" for o in out))
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--seed", type=int, default=100000, help="the first seed")
@@ -134,8 +163,12 @@ def main() -> int:
     p.add_argument("--chunk", type=int, default=12, help="scenarios per chunk (one start of the servers each)")
     p.add_argument("--results", type=Path, default=Path("adversary-results.jsonl"))
     p.add_argument("--summary", action="store_true", help="print the summary of --results and stop")
+    p.add_argument("--reparse", action="store_true",
+                   help="read every outcome of --results again from the chunks' logs, then print the summary")
     args = p.parse_args()
-    if args.summary:
+    if args.reparse:
+        reparse(args.results)
+    if args.summary or args.reparse:
         print(summary([json.loads(line) for line in args.results.read_text().splitlines()], None))
         return 0
     log_dir = args.results.with_suffix(".logs")
