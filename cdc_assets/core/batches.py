@@ -24,8 +24,9 @@ class MoveIncomplete(CdcError):
 
 
 class ShortInsert(CdcError):
-    """An inserted row lacks columns of the table's recorded schema: the source table lost them. Way out: restore
-    the columns on the source, or `cdc-assets plan --replan`."""
+    """An inserted row lacks columns of the table's recorded schema: the source table lost them, or added them
+    after the row (a first run records the definitions it starts with). Way out: restore a dropped column on the
+    source, or `cdc-assets plan --replan`."""
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,9 @@ def compact(changes: list[RowChange], schemas: dict[TableId, TableSchema]) -> di
                 raise ShortInsert(
                     f"an INSERT into {change.table} at {change.position} carries no value for column(s) "
                     f"{', '.join(shape.missing(after))} of the table as recorded: the source table no longer has "
-                    f"them", f"restore the column(s) on the source, or {REPLAN_HINT}")
+                    "them, or added them after this event (a first run records the tables as they are when it "
+                    "starts, so a column added between the snapshot and the first run is missing from older row "
+                    f"images)", f"a dropped column: restore it on the source; either way, {REPLAN_HINT}")
             if key not in net.rows and key not in net.deletes and key not in net.partial and key not in net.moves:
                 net.fresh.add(key)
         elif change.op is Op.UPDATE and change.before is not None:
