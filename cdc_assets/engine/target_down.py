@@ -9,9 +9,10 @@ from cdc_assets.errors import NETWORK_HINT, CdcError, UnreachableError
 
 _DRIVERS = ("psycopg2", "pymysql", "pymongo", "MySQLdb")
 T = TypeVar("T")
-# Server shutdown, connection killed, lock wait timeout, deadlock; cannot connect, server gone, lost during a query,
-# lost while reading, disconnected for inactivity.
-MYSQL_LOST = frozenset({1053, 1927, 1205, 1213, 2003, 2006, 2013, 2055, 4031})
+# Server shutdown, connection killed, lock wait timeout, deadlock, a table's definition changed after the
+# transaction read (an operator's ALTER or OPTIMIZE of a target table: the server asks to retry); cannot connect,
+# server gone, lost during a query, lost while reading, disconnected for inactivity.
+MYSQL_LOST = frozenset({1053, 1927, 1205, 1213, 1412, 2003, 2006, 2013, 2055, 4031})
 
 
 def target_down(exc: BaseException) -> bool:

@@ -112,9 +112,9 @@ class SqlSink:
 
     # -- the log phase
     def prepare_changes(self, schema: TableSchema, changes: TableChanges) -> None:
-        """A batch with moves makes sure the move marks' table exists, outside the transaction that writes them;
-        an engine's sink may render more ahead (see PostgresSink)."""
-        if changes.moves:
+        """A batch with moves, or any part of a transaction in parts (`move_marks` says why), makes sure the move
+        marks' table exists outside the transaction; an engine's sink may render more ahead (see PostgresSink)."""
+        if changes.moves or changes.parts is not None:
             self.move_marks.ensure()
 
     def apply_changes(self, cursor, schema: TableSchema, changes: TableChanges) -> None:

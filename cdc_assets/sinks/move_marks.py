@@ -6,7 +6,9 @@ logfile, a named database) meets a target that is already past some of its moves
 and only a record committed with the move can be trusted to. A move at or before the mark may be a replay; one
 after it cannot be (the marks grow with the log). Written only for batches with moves: tables whose rows are
 never moved without their unchanged TOASTed columns cost nothing. The table is created outside any transaction
-(MySQL's DDL would commit the one open), when a batch with moves is prepared.
+(MySQL's DDL would commit the one open), when a batch with moves is prepared. A transaction in parts makes it at
+its first part, moves or not: its later parts run in a target transaction that may have read already (a
+savepoint's before-images), and MariaDB refuses a transaction a table created after it read (1412).
 """
 from __future__ import annotations
 

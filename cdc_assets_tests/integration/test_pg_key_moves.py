@@ -6,8 +6,10 @@ from contextlib import contextmanager
 import pytest
 
 from cdc_assets.core.batches import MoveIncomplete
+from cdc_assets.engine import savepoints
 from cdc_assets.engine.incremental import sync
 from cdc_assets.engine.runtime import PhaseHooks, TaskRuntime
+from cdc_assets.sinks import move_marks
 from cdc_assets_tests.support import config_for, fetch_rows, run_transactions, snapshot_all, source_database
 
 BIG = secrets.token_hex(40_000)  # incompressible: stored out of line, so an update not touching it logs it unchanged
@@ -293,3 +295,30 @@ def test_a_rotation_of_keys_whose_moves_land_in_different_parts_ends_right(serve
         sync(rt, until_caught_up=True)
 
         assert_same(made)
+
+
+def test_a_first_move_in_a_later_part_into_mariadb_under_a_savepoint_is_applied(servers, unique_name, tmp_path,
+                                                                                 monkeypatch):
+    """With a savepoint, the target transaction of a transaction in parts reads at its first part (its
+    before-images); MariaDB refuses that transaction a table created after it read (1412), so the move marks'
+    table a later part's first move needs must be there before."""
+    meta = f"{unique_name}_meta"
+    monkeypatch.setattr(move_marks, "META", meta)  # a marks table of its own: the shared one exists already
+    with key_move_task(servers, unique_name, tmp_path, "mysql", {"transaction_part_events": 3}) as made:
+        rt, src, tgt, ns, _ = made
+        try:
+            run(src, f"INSERT INTO {ns}.t VALUES (1, '{BIG}', 0)",
+                f"INSERT INTO {ns}.t SELECT g, 'small', 0 FROM generate_series(100, 105) g")
+            sync(rt, until_caught_up=True)
+            savepoints.create_on(rt, "before")
+            bump = [f"UPDATE {ns}.t SET n = n + 1 WHERE id = {i}" for i in range(100, 106)]
+            # parts of 3: (100, 101, 102), (move 1 -> 11, 103, 104), then the end (105)
+            run(src, ";".join([*bump[:3], f"UPDATE {ns}.t SET id = 11 WHERE id = 1", *bump[3:]]))
+
+            report = sync(rt, until_caught_up=True)
+
+            assert_same(made)
+            assert report.retries == 0  # applied the first time, not after the server asked to retry
+        finally:
+            with tgt.cursor() as cur:
+                cur.execute(f"DROP DATABASE IF EXISTS `{meta}`")
