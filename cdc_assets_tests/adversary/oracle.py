@@ -13,12 +13,13 @@ from cdc_assets_tests.adversary.schema import Table, q
 Rows = dict[tuple, dict[str, object]]
 
 
-def texts(conn, engine: str, namespace: str, table: Table) -> Rows:
-    """Every row of `table` by its key's text: each column's text, canonicalised by its kind."""
+def texts(conn, engine: str, namespace: str, table: Table, names: dict[str, str] | None = None) -> Rows:
+    """Every row of `table` by its key's text: each column's text, canonicalised by its kind; `names`: the name a
+    column has on this server where it differs (a rename the target has not met yet)."""
     key_text = MYSQL_TEXT if engine == MYSQL else PG_TEXT
     keys = [key_text.format(c=q(engine, c)) for c in table.key_columns]
     kinds = table.kinds()
-    values = [k.text[engine].format(c=q(engine, c)) for c, k in kinds]
+    values = [k.text[engine].format(c=q(engine, (names or {}).get(c, c))) for c, k in kinds]
     with conn.cursor() as cur:
         cur.execute(f"SELECT {', '.join(keys + values)} FROM {q(engine, namespace)}.{q(engine, table.name)}")
         rows = cur.fetchall()

@@ -11,7 +11,7 @@ from cdc_assets_tests.adversary.faults import (AWAY, FAULTS, RESET, SAVEPOINT, I
                                               Savepoint, SourceRestart, TargetAway)
 from cdc_assets_tests.adversary.kinds import MYSQL, POSTGRES
 from cdc_assets_tests.adversary.schema import Table, random_table, with_late_kinds
-from cdc_assets_tests.adversary.schema_changes import Change, draw_log, left_out, tables_after
+from cdc_assets_tests.adversary.schema_changes import Change, draw_log, left_out, tables_after, target_names
 from cdc_assets_tests.adversary.targets import Target, describe as describe_targets, draw_three, single
 from cdc_assets_tests.adversary.workload import Workload
 
@@ -111,8 +111,15 @@ class Scenario:
 
     def tables_at(self, quiet_point: int) -> tuple[Table, ...]:
         """The source's tables at quiet point 1 or 2: with the schema changes run before it."""
-        written = self.during_log[:len(self.during_log) // 2] if quiet_point == 1 else self.during_log
-        return tables_after(self.tables, self.changes, written, self.source, self.namespace)
+        return tables_after(self.tables, self.changes, self._written(quiet_point), self.source, self.namespace)
+
+    def target_names_at(self, quiet_point: int) -> dict[str, dict[str, str | None]]:
+        """Per table, the name each of its columns at quiet point 1 or 2 has on the target (None: not there yet),
+        a plan since aside (schema_changes.target_names)."""
+        return target_names(self.tables, self.changes, self._written(quiet_point), self.source, self.namespace)
+
+    def _written(self, quiet_point: int) -> tuple[tuple[str, ...], ...]:
+        return self.during_log[:len(self.during_log) // 2] if quiet_point == 1 else self.during_log
 
     def left_out(self) -> dict[str, set[str]]:
         return left_out(self.changes, self.schema_policy)

@@ -16,6 +16,7 @@ To add a change to the menu: a function `(rng, table, engine) -> Change | None` 
 from __future__ import annotations
 
 import random
+import re
 import zlib
 from dataclasses import dataclass, replace
 
@@ -190,6 +191,49 @@ def tables_after(tables: tuple[Table, ...], changes: tuple[Change, ...], written
         if change.statement(source, namespace) in ran:
             out[change.table] = change.created or change.after(out[change.table])
     return tuple(out.values())
+
+
+# A statement that changes rows, and the table (or leaf partition, `<table>_p<n>`) it names.
+ROW_CHANGE = re.compile(r'(?:INSERT INTO|UPDATE|DELETE FROM) [`"][^`"]+[`"]\.[`"]([^`"]+?)(?:_p\d+)?[`"] ')
+
+
+def _rows_changed(transaction: tuple[str, ...]) -> set[str]:
+    """The tables whose rows `transaction` changes, less what it rolled back to its savepoint."""
+    out, undone = set(), False
+    for statement in transaction:
+        undone = statement.startswith("SAVEPOINT") or (undone and not statement.startswith("ROLLBACK TO"))
+        if not undone and (found := ROW_CHANGE.match(statement)):
+            out.add(found.group(1))
+    return out
+
+
+def target_names(tables: tuple[Table, ...], changes: tuple[Change, ...], written: tuple[tuple[str, ...], ...],
+                 source: str, namespace: str) -> dict[str, dict[str, str | None]]:
+    """Per table, the name each column of the source's (tables_after) has on the target once a sync caught up
+    with `written`, None for one not there yet (docs/concepts/log-phase.md "Schema changes"). A MySQL binlog
+    carries the DDL: every change is met. PostgreSQL's log carries a change only in the Relation message before
+    the table's next row change: one that no row change of its table followed is not met yet, so a renamed
+    column stays under its old name and an added one is not there. A plan that read the table since (a re-plan,
+    the snapshot of an added table) gave the target its columns: WaysOut.seen, not known here."""
+    names = {t.name: {c: c for c, _ in t.columns} for t in tables}
+    changed = [_rows_changed(tx) for tx in written]
+    for change in changes:
+        at = next((i for i, tx in enumerate(written) if change.statement(source, namespace) in tx), None)
+        if at is None:
+            continue
+        if change.created is not None:
+            names[change.table] = {c: c for c, _ in change.created.columns}
+            continue
+        met = source != POSTGRES or any(change.table in rows for rows in changed[at + 1:])
+        columns = names[change.table]
+        if change.kind == "add":
+            columns[change.column] = change.column if met else None
+        elif change.kind == "drop":
+            columns.pop(change.column, None)
+        elif change.kind == "rename":
+            old = columns.pop(change.column, change.column)
+            columns[change.to] = change.to if met else old
+    return names
 
 
 def added_tables(changes: tuple[Change, ...], written: tuple[tuple[str, ...], ...], source: str,

@@ -70,10 +70,14 @@ class WaysOut:
         return "", ""
 
     def add_tables(self, names: list[str]) -> None:
-        """Add the tables to the task file's source.tables (the next command plans them)."""
+        """Add the tables to the task file's source.tables (the next command plans them, with the columns they
+        have now: seen)."""
         raw = yaml.safe_load(self.path.read_text())
         raw["source"]["tables"] += [f"{self.ns}.{name}" for name in names]
         self.path.write_text(yaml.safe_dump(raw))
+        for name, columns in self._source_columns().items():
+            if name in names:
+                self.seen.setdefault(name, set()).update(columns)
 
     def _whole_rows(self, table: str) -> str:
         """The ALTER the stop names, on the source table and each of its partitions; what went wrong, or ""."""
@@ -116,19 +120,31 @@ class WaysOut:
             out.setdefault(table, set()).add(column)
         return out
 
-    def on_the_target(self, tables: tuple[Table, ...]) -> tuple[tuple[Table, ...], list[str]]:
-        """The tables to compare, less the columns the docs say the target does not get and those it lacks; and
-        a line for each it lacks that it should have (a divergence)."""
+    def on_the_target(self, tables: tuple[Table, ...], names: dict[str, dict[str, str | None]]
+                      ) -> tuple[tuple[Table, ...], dict[str, dict[str, str]], list[str]]:
+        """The tables to compare, less the columns the docs say the target does not get (yet) and those it lacks;
+        the name each has on the target (`names`, Scenario.target_names_at, unless a plan saw it since); and a
+        line for each it lacks that it should have (a divergence)."""
         tables = self._compared(tables)
+        on_target = {t.name: {c: c if c in self.seen.get(t.name, set()) else names.get(t.name, {}).get(c, c)
+                              for c, _ in t.columns} for t in tables}
+        on_target = {t: {c: n for c, n in columns.items() if n is not None} for t, columns in on_target.items()}
         target = self.scenario.targets[0].connect(self.servers, self.ns)
         try:
             present = {t.name: columns_of(target, self.ns, t) for t in tables}
         finally:
             target.close()
-        lacking = [f"{t.name}: column {c} missing from the target" for t in tables for c, _ in t.columns
-                   if c not in present[t.name]]
-        return tuple(replace(t, columns=tuple((c, k) for c, k in t.columns if c in present[t.name]))
-                     for t in tables), lacking
+        lacking = [f"{t.name}: column {n} missing from the target" + (f" (the source's {c})" if n != c else "")
+                   for t in tables for c, n in on_target[t.name].items() if n not in present[t.name]]
+        kept = {t.name: {c: n for c, n in on_target[t.name].items() if n in present[t.name]} for t in tables}
+        return (tuple(replace(t, columns=tuple((c, k) for c, k in t.columns if c in kept[t.name])) for t in tables),
+                kept, lacking)
+
+    def unmet(self, names: dict[str, dict[str, str | None]]) -> dict[str, set[str]]:
+        """Per table, the source's columns the log phase has not met yet (`names`, Scenario.target_names_at): not
+        on the target under their own name, nor seen by a plan since."""
+        return {t: {c for c, n in columns.items() if n != c and c not in self.seen.get(t, set())}
+                for t, columns in names.items()}
 
     def _compared(self, tables: tuple[Table, ...]) -> tuple[Table, ...]:
         """The source's tables less the columns the target does not get: added under `ignore`, and not seen by a

@@ -12,7 +12,8 @@ from cdc_assets_tests.adversary.kinds import BY_NAME, KINDS
 from cdc_assets_tests.adversary.oracle import differences
 from cdc_assets_tests.adversary.runner import Servers, run
 from cdc_assets_tests.adversary.scenario import build
-from cdc_assets_tests.adversary.schema_changes import Change, left_out
+from cdc_assets_tests.adversary.schema import Table
+from cdc_assets_tests.adversary.schema_changes import Change, left_out, target_names
 from cdc_assets_tests.adversary.shrink import halves, without_table
 from cdc_assets_tests.adversary.targets import Target, tolerates
 
@@ -46,7 +47,11 @@ SCHEMA_SEEDS = [(2, "mysql-postgres", {"policy", "replan", "alter_target"}),
                 (404, "mysql-mysql", {"replan", "alter_target", "add_tables"}),
                 # an ADD COLUMN's default changed (set, dropped) before the sync met the ADD: the rows there before
                 # keep the ADD's on the target too
-                (4, "mysql-postgres", {"policy"}), (36, "postgres-mysql", {"policy"})]
+                (4, "mysql-postgres", {"policy"}), (36, "postgres-mysql", {"policy"}),
+                # a column renamed after its table's last row change: PostgreSQL's log never tells, the target keeps
+                # the values under the old name and the verification at the end calls the table's splits
+                # inconclusive, as the docs say (with a re-plan before the log phase, a key move's way out); 40 s
+                (100079, "postgres-postgres", {"replica_identity_full"})]
 
 # A PostgreSQL key move the log leaves incomplete, whose stop's way out (REPLICA IDENTITY FULL on the source table,
 # then a re-plan and a snapshot) the scenario takes before it goes on; about 20 s.
@@ -245,3 +250,23 @@ def test_a_column_added_under_ignore_stays_left_out_under_a_new_name():
     changes = (Change("add", "t0", "c_add1", "int"), Change("rename", "t0", "c_add1", "c_add1_r2"))
     assert left_out(changes, "ignore") == {"t0": {"c_add1", "c_add1_r2"}}
     assert left_out(changes, "apply_add_columns") == {}
+
+
+def test_a_postgres_schema_change_no_row_change_of_its_table_followed_is_not_met_yet():
+    tables = (Table("t0", "int", "", (("c_int", "int"), ("c_double", "double")), 2),
+              Table("t1", "int", "", (("c_int", "int"),), 0))
+    changes = (Change("rename", "t0", "c_double", "c_double_r1"), Change("add", "t0", "c_add2", "int"))
+    ddl = [(c.statement("postgres", "adv"),) for c in changes]
+    rolled_back = ("SAVEPOINT adv", 'UPDATE "adv"."t0" SET "c_int" = 1 WHERE "k" = 1', "ROLLBACK TO SAVEPOINT adv",
+                   'UPDATE "adv"."t1" SET "c_int" = 2 WHERE "k" = 1')
+    leaf = ('INSERT INTO "adv"."t0_p1" ("k", "c_int", "c_double_r1", "c_add2") VALUES (1001, 1, 1, 1)',)
+    written = (ddl[0], ddl[1], rolled_back)
+    assert target_names(tables, changes, written, "postgres", "adv")["t0"] == {
+        "c_int": "c_int", "c_double_r1": "c_double", "c_add2": None}  # as before: neither is met
+    assert target_names(tables, changes, (*written, leaf), "postgres", "adv")["t0"] == {
+        "c_int": "c_int", "c_double_r1": "c_double_r1", "c_add2": "c_add2"}  # a leaf's row change meets both
+    assert target_names(tables, changes, (ddl[0], leaf, ddl[1]), "postgres", "adv")["t0"] == {
+        "c_int": "c_int", "c_double_r1": "c_double_r1", "c_add2": None}
+    mysql = tuple((c.statement("mysql", "adv"),) for c in changes)
+    assert target_names(tables, changes, mysql, "mysql", "adv")["t0"] == {
+        "c_int": "c_int", "c_double_r1": "c_double_r1", "c_add2": "c_add2"}  # the binlog carries the DDL
