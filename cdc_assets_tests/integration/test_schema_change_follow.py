@@ -145,12 +145,20 @@ def test_a_column_added_then_renamed_before_a_run_follows_it_is_never_lost_silen
     tgt.close()
 
 
-def _add_then_sync(servers, unique_name, tmp_path, source: str, statements: list[str]) -> tuple[list, Exception | None]:
+def _add_then_sync(servers, unique_name, tmp_path, source: str, statements: list[str],
+                   partitioned: bool = False) -> tuple[list, Exception | None]:
     """A task past `t (id, v)` with row (1, 1) on both sides meets `statements` (which add a column `w` and insert
-    (2, 2, 2)) in one run under apply_add_columns: the target's rows, or the stop."""
+    (2, 2, 2)) in one run under apply_add_columns: the target's rows, or the stop. `partitioned`: PostgreSQL's `t`
+    is partitioned by id, in two partitions."""
     ns = unique_name if source == "mysql" else "s"
     seed = [] if source == "mysql" else [f"CREATE SCHEMA {ns}"]
-    seed += [f"CREATE TABLE {ns}.t (id INT PRIMARY KEY, v INT)", f"INSERT INTO {ns}.t VALUES (1, 1)"]
+    if partitioned:
+        seed += [f"CREATE TABLE {ns}.t (id INT PRIMARY KEY, v INT) PARTITION BY RANGE (id)",
+                 f"CREATE TABLE {ns}.t_a PARTITION OF {ns}.t FOR VALUES FROM (0) TO (2)",
+                 f"CREATE TABLE {ns}.t_b PARTITION OF {ns}.t FOR VALUES FROM (2) TO (100)"]
+    else:
+        seed += [f"CREATE TABLE {ns}.t (id INT PRIMARY KEY, v INT)"]
+    seed += [f"INSERT INTO {ns}.t VALUES (1, 1)"]
     tgt = postgres_target(servers, f"{unique_name}_tgt")
     stop = None
     with source_database(servers, source, unique_name, seed) as src:
@@ -188,6 +196,17 @@ def test_rows_there_before_an_added_column_get_the_value_of_the_add_not_a_later_
     rows there before another value on the target than on the source, without a stop."""
     rows, stop = _add_then_sync(servers, unique_name, tmp_path, source,
                                 statements + ["INSERT INTO {t} VALUES (2, 2, 2)"])
+    assert stop is None
+    assert rows == [(1, 1, 7), (2, 2, 2)]
+
+
+def test_rows_of_a_partitioned_table_there_before_an_added_column_get_the_value_of_the_add(servers, unique_name,
+                                                                                          tmp_path):
+    """PostgreSQL keeps the value of the ADD on each partition, not on the partitioned table, which has no rows."""
+    rows, stop = _add_then_sync(servers, unique_name, tmp_path, "postgres",
+                                ["ALTER TABLE {t} ADD COLUMN w INT DEFAULT 7",
+                                 "ALTER TABLE {t} ALTER COLUMN w SET DEFAULT 9", "INSERT INTO {t} VALUES (2, 2, 2)"],
+                                partitioned=True)
     assert stop is None
     assert rows == [(1, 1, 7), (2, 2, 2)]
 

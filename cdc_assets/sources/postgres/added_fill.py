@@ -2,7 +2,8 @@
 catalog keeps it: an ADD with a non-volatile default stores the value those rows got in `attmissingval`, whatever
 the column's default became later. Without it (no default, a volatile one that rewrote the table with a value per
 row, or a rewrite since) a column that has no default now got NULL; one that has a default now cannot be told
-apart from those cases."""
+apart from those cases. A partitioned table keeps no value of its own (it has no rows): each partition there at
+the ADD keeps it."""
 from __future__ import annotations
 
 import re
@@ -10,22 +11,30 @@ import re
 from cdc_assets.core.added_fill import AddedFill, number, quoted
 
 _FILL_SQL = """
-SELECT a.attname, a.atthasmissing, a.attmissingval::text, pg_get_expr(d.adbin, d.adrelid),
-       COALESCE(b.typcategory, t.typcategory)
+SELECT a.attname, a.attrelid = %s::regclass, a.atthasmissing, a.attmissingval::text,
+       pg_get_expr(d.adbin, d.adrelid), COALESCE(b.typcategory, t.typcategory)
 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
 LEFT JOIN pg_type b ON t.typtype = 'd' AND b.oid = t.typbasetype
 LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-WHERE a.attrelid = %s::regclass AND a.attname = ANY(%s) AND NOT a.attisdropped"""
+WHERE (a.attrelid = %s::regclass OR a.attrelid IN (SELECT relid FROM pg_partition_tree(%s::regclass)))
+  AND a.attname = ANY(%s)
+  AND NOT a.attisdropped"""
 _ESCAPED = re.compile(r"\\(.)", re.S)
 
 
 def added_fill(conn, regclass: str, names: list[str]) -> AddedFill:
     with conn.cursor() as cur:
-        cur.execute(_FILL_SQL, (regclass, list(names)))
+        cur.execute(_FILL_SQL, (regclass, regclass, regclass, list(names)))
         rows = cur.fetchall()
     fill = AddedFill()
-    for name, has_missing, missing, default, category in rows:
-        if has_missing:
+    for name in dict.fromkeys(r[0] for r in rows):
+        mine = [r for r in rows if r[0] == name]
+        kept = {r[3] for r in mine if r[2]}  # the table's own, or each partition's (the tree lists the root too)
+        default, category = next((r[4], r[5]) for r in mine if r[1])
+        if len(kept) > 1:
+            fill.unknown[name] = f"its partitions' rows got different values ({', '.join(sorted(kept))})"
+        elif kept:
+            missing = kept.pop()
             literal = _literal(_element(missing), category)
             if literal is None:
                 fill.unknown[name] = f"its value {missing} has no constant both target engines read alike"
