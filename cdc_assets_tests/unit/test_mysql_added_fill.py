@@ -48,3 +48,10 @@ def test_the_rows_there_got_null(statement):
 def test_values_the_task_cannot_know_are_named(statement, why):
     fill = added_fill(statement, ["w"])
     assert not fill.literals and why in fill.unknown["w"]
+
+
+def test_a_bare_timestamp_is_known_only_where_explicit_defaults_for_timestamp_is_on():
+    statement = "ALTER TABLE t ADD COLUMN w TIMESTAMP"
+    assert added_fill(statement, ["w"]) == added_fill(statement + " NULL", ["w"], explicit_timestamps=False)
+    assert not added_fill(statement, ["w"]).unknown
+    assert "explicit_defaults_for_timestamp" in added_fill(statement, ["w"], explicit_timestamps=False).unknown["w"]

@@ -14,13 +14,16 @@ _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?![\w.])")
 _DEFAULT = re.compile(r"\bDEFAULT\b\s*", re.I)
 _COMPUTED = re.compile(r"\b(?:AUTO_INCREMENT|GENERATED|SERIAL)\b|\bAS\s*\(", re.I)
 _NOT_NULL = re.compile(r"\bNOT\s+NULL\b", re.I)
+_NULL = re.compile(r"\bNULL\b", re.I)
 _ZERO = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "decimal", "dec", "numeric", "fixed",
          "float", "double", "real", "bool", "boolean"}
 _EMPTY = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "nchar", "nvarchar"}
 
 
-def added_fill(statement: str, names: list[str]) -> AddedFill:
-    """What the rows there before `statement` (an ALTER TABLE) got in each of the added columns `names`."""
+def added_fill(statement: str, names: list[str], explicit_timestamps: bool = True) -> AddedFill:
+    """What the rows there before `statement` (an ALTER TABLE) got in each of the added columns `names`.
+    `explicit_timestamps`: the server's explicit_defaults_for_timestamp; off, a TIMESTAMP without NULL or a
+    default is NOT NULL with CURRENT_TIMESTAMP or a zero date as its default."""
     definitions = _definitions(statement)
     fill = AddedFill()
     for name in names:
@@ -28,7 +31,7 @@ def added_fill(statement: str, names: list[str]) -> AddedFill:
         if body is None:
             fill.unknown[name] = "its definition in the statement was not understood"
             continue
-        value, why = _value(body)
+        value, why = _value(body, explicit_timestamps)
         if why:
             fill.unknown[name] = why
         elif value is not None:
@@ -54,16 +57,18 @@ def _definitions(statement: str) -> dict[str, str]:
     return found
 
 
-def _value(body: str) -> tuple[str | None, str]:
+def _value(body: str, explicit_timestamps: bool) -> tuple[str | None, str]:
     """(the SQL constant, or None for NULL; why it cannot be known, or "")."""
     masked = _QUOTED.sub(lambda q: "'" + " " * (len(q.group()) - 2) + "'", body)  # no keyword inside a string
     if _COMPUTED.search(masked):
         return None, "the source computes its values row by row (AUTO_INCREMENT, SERIAL or a generated column)"
     default = _DEFAULT.search(masked)
+    kind = (body.split() or [""])[0].split("(")[0].lower()
     if default is None:
+        if kind == "timestamp" and not explicit_timestamps and not _NULL.search(_NOT_NULL.sub("", masked)):
+            return None, "explicit_defaults_for_timestamp is off: MySQL gave the rows CURRENT_TIMESTAMP or a zero date"
         if not _NOT_NULL.search(masked):
             return None, ""
-        kind = (body.split() or [""])[0].split("(")[0].lower()
         if kind in _ZERO:
             return "0", ""
         if kind in _EMPTY:

@@ -71,7 +71,10 @@ class MysqlSource(SqlSource):
         return bool(row and (row.get("Source_Host") or row.get("Master_Host"))), ""
 
     def added_fill(self, change: SchemaChange, names: list[str]) -> AddedFill:
-        return added_fill(change.statement, names)
+        with self.conn.cursor() as cur:  # the server's setting now: the session's at the ADD is not in the binlog
+            cur.execute("SELECT @@GLOBAL.explicit_defaults_for_timestamp")
+            explicit = bool(int(cur.fetchone()[0]))
+        return added_fill(change.statement, names, explicit)
 
     def describe(self, table: TableId, split_column: str | None = None) -> TableSchema:
         return describe_table(self.conn, self.url, self.flavour.mariadb, table, split_column)
