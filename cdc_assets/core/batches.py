@@ -72,10 +72,16 @@ class MovesAcrossParts:
     - A move replayed over a snapshot copies the target's row under the old key, unless the batch fills that key
       again after the move (a split may hold the later row: `core.move_source`). A part cannot see what later
       parts do, so the old keys copied that way are kept here: a later part that touches one of them again
-      stops the transaction, which commits nothing."""
+      stops the transaction, which commits nothing.
+    - A replay after a crash rewrites what the target held, part by part: a later part's move the target committed
+      before finds under its new key what an earlier part put back there, not the moved row. The keys each part
+      wrote are kept, and which of them the target holds whole as the source had them then (`core.move_source`)."""
 
     marks: dict[TableId, Any] = field(default_factory=dict)  # table -> its move mark before the first part
     copied: dict[TableId, set[tuple]] = field(default_factory=dict)  # old keys copied while replaying
+    # keys the earlier parts wrote, deleted or moved -> the columns, where they only wrote some (else None)
+    written: dict[TableId, dict[tuple, frozenset | None]] = field(default_factory=dict)
+    whole: dict[TableId, set[tuple]] = field(default_factory=dict)  # of those, the rows they left as the source had
 
 
 @dataclass

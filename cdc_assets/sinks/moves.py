@@ -40,28 +40,38 @@ def plan_moves(cursor, schema: TableSchema, changes: TableChanges, marks: MoveMa
     if parts is not None:
         _refilled_across_parts(schema, changes, url)
     if not changes.moves:
+        if parts is not None:
+            _written_by_part(parts, schema, changes, set())
         return Moves(copies, updates)
     marked = marks.ready  # its table made by prepare_changes (a backfill prepares nothing)
     mark = marks.read(cursor, schema.table) if marked else None
+    written, whole = {}, set()
     if parts is not None:  # judged by the mark as the transaction found it (core.batches.MovesAcrossParts)
         mark = parts.marks.setdefault(schema.table, mark)
+        written, whole = parts.written.get(schema.table, {}), parts.whole.get(schema.table, set())
+    copied_whole = set()
     for new, move in changes.moves.items():  # rare (key changes of rows with TOASTed values): two queries each
         row = target_row(cursor, schema, move.origin)
         refilled = move.origin != new and (move.origin in changes.rows or move.origin in changes.moves)
+        replayed = applied(mark, point_of(move.position, changes.floor))
         source = move_source(origin_held=row is not None, new_held=target_row(cursor, schema, new) is not None,
                              vacated=move.vacated, refilled=refilled,
                              replaying=_superseded(move, changes.replaying_until, changes.floor),
-                             applied=applied(mark, point_of(move.position, changes.floor)),
-                             in_parts=changes.in_parts)
+                             applied=replayed, in_parts=changes.in_parts, rewritten=_rewritten(written, new, move),
+                             origin_whole=move.origin in whole)
         if source is MoveSource.SUPERSEDED:
             continue
-        if source in (MoveSource.LOST, MoveSource.AMBIGUOUS, MoveSource.REPLAYED_AWAY):
+        if source in (MoveSource.LOST, MoveSource.AMBIGUOUS, MoveSource.REPLAYED_AWAY, MoveSource.OVERWRITTEN):
             raise _move_error(schema, new, move, source, changes.floor, url)
         if source is MoveSource.ORIGIN:
             copies[new] = row
             if parts is not None and _superseded(move, changes.replaying_until, changes.floor):
                 parts.copied.setdefault(schema.table, set()).add(move.origin)
+            if not replayed or move.origin in whole:
+                copied_whole.add(new)
         updates[new] = move.columns
+    if parts is not None:
+        _written_by_part(parts, schema, changes, copied_whole)
     points = [p for m in changes.moves.values() if (p := point_of(m.position, changes.floor)) is not None]
     after = newest(mark, points)
     if marked and after is not None and after != mark:
@@ -88,6 +98,31 @@ def _refilled_across_parts(schema: TableSchema, changes: TableChanges, url: DbUr
             "pipeline.transaction_part_events keeps such a transaction in one part")
 
 
+def _written_by_part(parts, schema: TableSchema, changes: TableChanges, copied_whole: set[tuple]) -> None:
+    """What this part leaves the later parts of the transaction: the keys it wrote (with the columns, where it
+    wrote only some), and which of them the target holds whole as the source had them (a row written whole, a copy
+    of such a row; columns written over one keep it so): a replay's later part judges its moves by them
+    (`core.move_source`)."""
+    table = schema.table
+    written = parts.written.setdefault(table, {})
+    for key in (*changes.rows, *changes.deletes, *changes.moves, *(m.origin for m in changes.moves.values())):
+        written[key] = None
+    for key, columns in changes.partial.items():
+        if key not in written or written[key] is not None:
+            written[key] = written.get(key, frozenset()) | columns.keys()
+    whole = parts.whole.setdefault(table, set())
+    whole -= changes.deletes | set(changes.moves) | {m.origin for m in changes.moves.values()}
+    whole |= set(changes.rows) | copied_whole
+
+
+def _rewritten(written: dict, new: tuple, move) -> bool:
+    """Did an earlier part write the new key other than by columns the move writes over again?"""
+    if new not in written:
+        return False
+    columns = written[new]
+    return columns is None or not columns <= move.columns.keys()
+
+
 def _superseded(move, replaying_until, floor=None) -> bool:
     """Is the move within the snapshot's replay (at or before the table's horizon)? A move of a transaction in
     parts is not positioned until its commit, which lies somewhere after the floor: it may be within the replay
@@ -106,7 +141,10 @@ def _move_error(schema: TableSchema, new: tuple, move, source: MoveSource, floor
            "the batch fills the old key again after it: the target's row under the old key on {url} may be the "
            "moved row or the later one",
            MoveSource.REPLAYED_AWAY: "the target on {url} applied the move before (a replay after a crash) but "
-           "no longer holds the row under the new key"}[source]
+           "no longer holds the row under the new key",
+           MoveSource.OVERWRITTEN: "the target on {url} applied the move before (a replay after a crash), and an "
+           "earlier part of the replayed transaction wrote the new key since, but not the old key's row whole: "
+           "neither key holds the moved row"}[source]
     at = move.position if move.position is not None else f"the transaction committed after {floor}"
     return MoveIncomplete(
         f"cannot move the row of {schema.table} from key {move.origin} to {new} at {at}: the log "

@@ -76,6 +76,9 @@ FLAGGED = [
     (4, "postgres-postgres", "away_pg"),  # the target closed for 8 s after a kill and a crash point: it reconnects
     (1, "postgres-postgres", "restart"),  # the PostgreSQL server restarted: the source and the target with it
     (1, "mysql-mysql", "restart"),  # the source MariaDB down as the sync starts: its capture check failed the sync
+    (100262, "postgres-postgres", "restart"),  # a transaction in parts inserts two rows with TOASTed text and swaps
+    # their keys in a later part; killed after the target's commit, its replay's first part puts the rows back as
+    # inserted before the swap part runs (about 30 s)
 ]
 
 

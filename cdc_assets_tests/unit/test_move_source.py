@@ -6,9 +6,9 @@ from cdc_assets.core.move_source import MoveSource, move_source
 from cdc_assets.core.positions import PgPosition
 from cdc_assets.sinks.move_marks import MovePoint, applied, newest, point_of
 
-ORIGIN, NEW_KEY, SUPERSEDED, LOST, AMBIGUOUS, REPLAYED_AWAY = (
+ORIGIN, NEW_KEY, SUPERSEDED, LOST, AMBIGUOUS, REPLAYED_AWAY, OVERWRITTEN = (
     MoveSource.ORIGIN, MoveSource.NEW_KEY, MoveSource.SUPERSEDED, MoveSource.LOST, MoveSource.AMBIGUOUS,
-    MoveSource.REPLAYED_AWAY)
+    MoveSource.REPLAYED_AWAY, MoveSource.OVERWRITTEN)
 
 
 @pytest.mark.parametrize("origin_held, new_held, vacated, refilled, replaying, applied_, in_parts, want", [
@@ -30,6 +30,20 @@ ORIGIN, NEW_KEY, SUPERSEDED, LOST, AMBIGUOUS, REPLAYED_AWAY = (
 def test_move_source(origin_held, new_held, vacated, refilled, replaying, applied_, in_parts, want):
     assert move_source(origin_held=origin_held, new_held=new_held, vacated=vacated, refilled=refilled,
                        replaying=replaying, applied=applied_, in_parts=in_parts) is want
+
+
+@pytest.mark.parametrize("origin_held, new_held, origin_whole, want", [
+    (True, True, True, ORIGIN),  # the replay's earlier part put both rows back as they were before the move
+    (True, True, False, OVERWRITTEN),  # the old key's row may be a later one: neither key holds the moved row
+    (True, False, True, ORIGIN),  # the earlier part deleted the new key (its row before the move)
+    (False, False, True, OVERWRITTEN),
+])
+def test_a_replayed_move_whose_new_key_an_earlier_part_of_the_replay_wrote(origin_held, new_held, origin_whole,
+                                                                          want):
+    """The target committed the transaction; its replay's earlier part wrote the new key again, with what the key
+    held before the move: that is no longer the moved row."""
+    assert move_source(origin_held=origin_held, new_held=new_held, vacated=True, refilled=True, replaying=False,
+                       applied=True, in_parts=True, rewritten=True, origin_whole=origin_whole) is want
 
 
 def test_a_move_mark_covers_its_own_position_and_those_before_it():
