@@ -104,6 +104,7 @@ class TableChanges:
     replaying_until: Position | None = None
     # Of a transaction's part: its changes are not positioned yet, but lie after this (TransactionPart.floor).
     floor: Position | None = None
+    last: Position | None = None  # the batch's last change's, when positioned (sinks.moves: a replay's reach)
     # Of a transaction handed out in parts: what its earlier parts, applied in the same target transaction, leave
     # for the later ones (None outside one).
     parts: "MovesAcrossParts | None" = None

@@ -72,10 +72,10 @@ class TargetApplier:
         transaction in parts, what its parts share."""
         schemas, sink = self.checkpoint.schemas, self.rt.sink
         net = compact(changes, schemas)
-        first = batch_start(changes, floor)
+        first, last = batch_start(changes, floor), changes[-1].position if changes else None
         for table, table_changes in net.items():
             table_changes.replaying_until = replaying_until(self.horizons, table, first)
-            table_changes.floor, table_changes.parts = floor, parts
+            table_changes.floor, table_changes.parts, table_changes.last = floor, parts, last
             check_fit(sink, schemas[table], table_changes, changes, floor or self.checkpoint.position)
             sink.prepare_changes(schemas[table], table_changes)
         if self.pacer is not None:

@@ -4,8 +4,11 @@ transaction that applies it.
 A batch replayed after a crash between the target's commit and a checkpoint stored outside the target (sqlite,
 logfile, a named database) meets a target that is already past some of its moves; only the target can say so,
 and only a record committed with the move can be trusted to. A move at or before the mark may be a replay; one
-after it cannot be (the marks grow with the log). Written only for batches with moves: tables whose rows are
-never moved without their unchanged TOASTed columns cost nothing. The table is created outside any transaction
+after it cannot be (the marks grow with the log). A batch that writes the table's rows before its mark flags it
+(`MovePoint.replayed`): a replay in other batches than the committed ones may have put back under a moved row's
+key what it held before, and a later batch's move is no longer sure of the row there. Written only for batches
+with moves (and read by every batch of a table that has one): tables whose rows are never moved without their
+unchanged TOASTed columns cost nothing. The table is created outside any transaction
 (MySQL's DDL would commit the one open), when a batch with moves is prepared. A transaction in parts makes it at
 its first part, moves or not: its later parts run in a target transaction that may have read already (a
 savepoint's before-images), and MariaDB refuses a transaction a table created after it read (1412).
@@ -13,7 +16,7 @@ savepoint's before-images), and MariaDB refuses a transaction a table created af
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cdc_assets.core.positions import Position, is_before, position_from_json
 from cdc_assets.core.tables import TableId
@@ -31,6 +34,10 @@ class MovePoint:
 
     position: Position
     after: bool = False
+    # A batch committed since the mark wrote the table's rows at a point before it (a replay cut into other batches
+    # than the ones the target committed, or one after a reset back): a row under a key the mark's moves filled may
+    # be what the key held before them again. Not part of the point: a mark equal to a move's covers it either way.
+    replayed: bool = field(default=False, compare=False)
 
     def at_or_before(self, other: "MovePoint") -> bool:
         """Raises PositionsIncomparable."""
@@ -41,12 +48,13 @@ class MovePoint:
         return other.after or not self.after
 
     def to_json(self) -> str:
-        return json.dumps({**self.position.to_json(), "after": self.after}, sort_keys=True)
+        return json.dumps({**self.position.to_json(), "after": self.after,
+                           **({"replayed": True} if self.replayed else {})}, sort_keys=True)
 
     @staticmethod
     def from_json(text: str) -> "MovePoint":
         data = json.loads(text)
-        return MovePoint(position_from_json(data), bool(data.get("after")))
+        return MovePoint(position_from_json(data), bool(data.get("after")), bool(data.get("replayed")))
 
 
 def point_of(position: Position | None, floor: Position | None) -> MovePoint | None:
@@ -59,6 +67,21 @@ class MoveMarks:
     def __init__(self, sink) -> None:
         self.sink = sink
         self.ready = False
+        self._marked: set[str] | None = None  # the tables with a mark, read once a session
+
+    def marked(self) -> set[str]:
+        """The tables with a mark, read from the catalog the first time (none while the marks' table is missing),
+        then kept by this sink's own writes: the task's lease leaves it the only writer while it runs."""
+        if self._marked is None:
+            with self.sink.catalog() as cur:
+                cur.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = %s AND table_name = %s",
+                            (META, MARKS))
+                present = cur.fetchone() is not None
+                self.ready = self.ready or present
+                if present:
+                    cur.execute(f"SELECT {self.sink.q('target_table')} FROM {self._table()}")
+                self._marked = {row[0] for row in cur.fetchall()} if present else set()
+        return self._marked
 
     def _table(self) -> str:
         return self.sink.table_sql(TableId(META, MARKS))
@@ -84,6 +107,8 @@ class MoveMarks:
         cursor.execute(f"DELETE FROM {self._table()} WHERE {q('target_table')} = %s", (str(table),))
         cursor.execute(f"INSERT INTO {self._table()} ({q('target_table')}, {q('point')}) VALUES (%s, %s)",
                        (str(table), mark.to_json()))
+        if self._marked is not None:
+            self._marked.add(str(table))
 
     def clear(self, cursor, table: TableId) -> None:
         """The target table was put back to an earlier state (a savepoint's rollback): its mark no longer holds."""

@@ -3,7 +3,7 @@ row each move comes from (`core.move_source` decides which), so that the batch i
 key and writes the columns the log carried over it like a partial row."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from cdc_assets.core.batches import MoveIncomplete, TableChanges
@@ -42,6 +42,7 @@ def plan_moves(cursor, schema: TableSchema, changes: TableChanges, marks: MoveMa
     if not changes.moves:
         if parts is not None:
             _written_by_part(parts, schema, changes, set())
+        _note_replay(cursor, schema, changes, marks)
         return Moves(copies, updates)
     marked = marks.ready  # its table made by prepare_changes (a backfill prepares nothing)
     mark = marks.read(cursor, schema.table) if marked else None
@@ -57,7 +58,8 @@ def plan_moves(cursor, schema: TableSchema, changes: TableChanges, marks: MoveMa
         source = move_source(origin_held=row is not None, new_held=target_row(cursor, schema, new) is not None,
                              vacated=move.vacated, refilled=refilled,
                              replaying=_superseded(move, changes.replaying_until, changes.floor),
-                             applied=replayed, in_parts=changes.in_parts, rewritten=_rewritten(written, new, move),
+                             applied=replayed, in_parts=changes.in_parts,
+                             rewritten=_rewritten(written, new, move) or (mark is not None and mark.replayed),
                              origin_whole=move.origin in whole)
         if source is MoveSource.SUPERSEDED:
             continue
@@ -76,7 +78,26 @@ def plan_moves(cursor, schema: TableSchema, changes: TableChanges, marks: MoveMa
     after = newest(mark, points)
     if marked and after is not None and after != mark:
         marks.write(cursor, schema.table, after)
+    else:
+        _note_replay(cursor, schema, changes, marks)
     return Moves(copies, updates)
+
+
+def _note_replay(cursor, schema: TableSchema, changes: TableChanges, marks: MoveMarks) -> None:
+    """A batch that writes a table's rows before its mark (a replay) leaves the rows under keys the mark's moves
+    filled as they were before those moves: when the mark lies past the batch, later batches replay moves it
+    covers, and must not take those rows for the moved ones. Flagged on the mark in the batch's transaction (a
+    transaction in parts judges its own moves by the mark it found first)."""
+    if str(schema.table) not in marks.marked():
+        return
+    point = point_of(changes.last, changes.floor)
+    mark = marks.read(cursor, schema.table)
+    if point is None or mark is None or mark.replayed:
+        return
+    if changes.parts is not None:
+        changes.parts.marks.setdefault(schema.table, mark)
+    if applied(mark, point) and not applied(point, mark):  # at or before the mark, and not at it
+        marks.write(cursor, schema.table, replace(mark, replayed=True))
 
 
 def _refilled_across_parts(schema: TableSchema, changes: TableChanges, url: DbUrl) -> None:
@@ -142,9 +163,9 @@ def _move_error(schema: TableSchema, new: tuple, move, source: MoveSource, floor
            "moved row or the later one",
            MoveSource.REPLAYED_AWAY: "the target on {url} applied the move before (a replay after a crash) but "
            "no longer holds the row under the new key",
-           MoveSource.OVERWRITTEN: "the target on {url} applied the move before (a replay after a crash), and an "
-           "earlier part of the replayed transaction wrote the new key since, but not the old key's row whole: "
-           "neither key holds the moved row"}[source]
+           MoveSource.OVERWRITTEN: "the target on {url} applied the move before (a replay after a crash or a "
+           "reset), and the replay wrote the table since (an earlier part of the transaction, or a batch before "
+           "this one), but not the old key's row whole: neither key is known to hold the moved row"}[source]
     at = move.position if move.position is not None else f"the transaction committed after {floor}"
     return MoveIncomplete(
         f"cannot move the row of {schema.table} from key {move.origin} to {new} at {at}: the log "

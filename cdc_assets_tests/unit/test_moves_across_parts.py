@@ -22,11 +22,14 @@ class Marks:
     def __init__(self, mark):
         self.mark = mark
 
+    def marked(self):
+        return {str(T)} if self.mark is not None else set()
+
     def read(self, cursor, table):
         return self.mark
 
     def write(self, cursor, table, mark):
-        pass  # a replay's parts are judged by the mark as the transaction found it
+        self.mark = mark
 
 
 def insert(key, doc):
@@ -37,11 +40,11 @@ def move(old, new):  # a key change that leaves the TOASTed doc unchanged: the l
     return RowChange(T, Op.UPDATE, (new,), {"id": new, "n": 0}, {"id": old})
 
 
-def apply_part(target, changes, parts, mark):
-    """Apply one part to `target` (key -> row) the way the SQL sinks do."""
+def apply_part(target, changes, parts, marks, floor=FLOOR):
+    """Apply one part (or, without `parts`, a batch) to `target` (key -> row) the way the SQL sinks do."""
     [net] = compact(changes, {T: SCHEMA}).values()
-    net.floor, net.parts = FLOOR, parts
-    moves = plan_moves(None, SCHEMA, net, Marks(mark), lambda _c, _s, key: target.get(key), "postgresql://target")
+    net.floor, net.parts, net.last = (floor, parts, None) if parts is not None else (None, None, changes[-1].position)
+    moves = plan_moves(None, SCHEMA, net, marks, lambda _c, _s, key: target.get(key), "postgresql://target")
     for key in [*net.deletes, *net.rows, *moves.copies]:
         target.pop(key, None)
     for key, row in net.rows.items():
@@ -54,9 +57,9 @@ def apply_part(target, changes, parts, mark):
 
 
 def replay(target, parts_changes):
-    parts = MovesAcrossParts()
+    parts, marks = MovesAcrossParts(), Marks(MovePoint(FLOOR, after=True))  # the target committed the transaction
     for changes in parts_changes:
-        apply_part(target, changes, parts, MovePoint(FLOOR, after=True))  # the target committed the transaction
+        apply_part(target, changes, parts, marks)
     return target
 
 
@@ -81,3 +84,26 @@ def test_columns_written_by_an_earlier_part_that_the_move_writes_again_leave_the
     got = replay(committed, [[RowChange(T, Op.UPDATE, (40,), {"id": 40, "n": 5}, {"id": 40})],
                              [RowChange(T, Op.DELETE, (40,), None, {"id": 40}), move(50, 40)]])
     assert got == {(40,): (40, "B", 0)}
+
+
+def at(change, lsn):
+    change.position = PgPosition(lsn)
+    return change
+
+
+def test_a_replay_cut_into_other_batches_flags_the_mark_and_a_later_batch_s_move_stops():
+    """One batch committed the rewrite of 50 and the move of 40 into it (mark at 200); the replay commits the
+    rewrite alone first: it puts back what 50 held before the move, and the row of 40 is gone."""
+    committed, marks = {(50,): (50, "A", 0)}, Marks(MovePoint(PgPosition(200)))
+    apply_part(committed, [at(insert(50, "xB"), 100)], None, marks)
+    assert marks.mark.replayed and marks.mark == MovePoint(PgPosition(200))
+    assert MovePoint.from_json(marks.mark.to_json()).replayed
+    with pytest.raises(MoveIncomplete, match=r"from key \(40,\) to \(50,\).*a batch before this one"):
+        apply_part(committed, [at(RowChange(T, Op.DELETE, (50,), None, {"id": 50}), 200), at(move(40, 50), 200)],
+                   None, marks)
+
+
+def test_a_batch_that_reaches_the_mark_leaves_it_unflagged():
+    marks = Marks(MovePoint(PgPosition(200)))
+    apply_part({}, [at(insert(60, "C"), 100), at(insert(61, "D"), 200)], None, marks)
+    assert not marks.mark.replayed
