@@ -88,11 +88,11 @@ def _note_replay(cursor, schema: TableSchema, changes: TableChanges, marks: Move
     filled as they were before those moves: when the mark lies past the batch, later batches replay moves it
     covers, and must not take those rows for the moved ones. Flagged on the mark in the batch's transaction (a
     transaction in parts judges its own moves by the mark it found first)."""
-    if str(schema.table) not in marks.marked():
-        return
     point = point_of(changes.last, changes.floor)
+    if point is None or str(schema.table) not in marks.marked():
+        return
     mark = marks.read(cursor, schema.table)
-    if point is None or mark is None or mark.replayed:
+    if mark is None or mark.replayed:
         return
     if changes.parts is not None:
         changes.parts.marks.setdefault(schema.table, mark)
