@@ -23,7 +23,7 @@ from cdc_assets_tests.adversary.rewind import reset_at_quiet_point
 from cdc_assets_tests.adversary.scenario import Scenario
 from cdc_assets_tests.adversary.schema_changes import added_tables
 from cdc_assets_tests.adversary.verification import verify_at_the_end
-from cdc_assets_tests.adversary.ways_out import WaysOut
+from cdc_assets_tests.adversary.ways_out import FALSE_STOP, WaysOut
 from cdc_assets_tests.support import write_config
 
 # A target the policy went on without, as the log (target_lanes.py) or the sync's report (sync_report.py) says it.
@@ -46,7 +46,8 @@ class Outcome:
     seed: int
     direction: str
     # pass | expected_stop (documented: kinds.py `stop`) | divergence | stopped | checkpoint_back | error |
-    # false_alarm | inconclusive (the task's verification at the end: verification.py)
+    # false_alarm | inconclusive (the task's verification at the end: verification.py) | false_stop (a documented
+    # stop the scenario drew no cause for: ways_out.py)
     status: str
     details: list[str] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
@@ -369,7 +370,7 @@ def _step(what: str, status_out: tuple[str, str], result: Outcome, again=None) -
         if again is None:
             return True
         status, out = outcome(again())
-    result.status = "stopped"
+    result.status = "false_stop" if FALSE_STOP in out else "stopped"
     result.details.append(f"{what}: {status}: " + out.strip()[-1500:])
     return False
 

@@ -5,7 +5,8 @@ snapshot it asks for) for a dropped or renamed column. Of a PostgreSQL key move 
 (`MoveIncomplete`, docs/connectors/postgres.md): `REPLICA IDENTITY FULL` on the source table it names, then the
 re-plan. A re-plan voids the savepoints and checkpoints from before it: the runner then skips the scenario's
 rollbacks and resets that would go back to them. A stop that does not name a table of the task and one of these
-ways out is not a documented stop: the scenario stops there."""
+ways out is not a documented stop: the scenario stops there. Nor is one whose way out the scenario drew no cause
+for (`cause`): a documented stop of a table whose schema did not change is a false stop, and a finding."""
 from __future__ import annotations
 
 import re
@@ -24,6 +25,9 @@ ALTERS = re.compile(r"make the target's columns hold the new definitions \((.*?)
 OTHER_POLICY = "set pipeline.schema_change_policy: apply_add_columns"
 MOVE = re.compile(r"cannot move (?:the row|rows) of (\S+) ")
 WHOLE_ROWS = "for a partitioned table) makes the log carry whole rows"
+FALSE_STOP = "a stop the scenario drew no cause for"
+# The schema changes (schema_changes.Change.kind) that may lead to each way out's stop.
+CAUSES = {"policy": {"add"}, "alter_target": {"widen", "int_to_bigint"}, "replan": {"drop", "rename"}}
 
 
 @dataclass
@@ -44,10 +48,16 @@ class WaysOut:
                 + [c.table for c in self.scenario.changes if c.created is not None]}
         move = MOVE.search(out)
         if move is not None and WHOLE_ROWS in out and move.group(1) in ours:
+            if not self.cause("replica_identity_full", move.group(1)):
+                return "replica_identity_full", self._false(move.group(1))
             return "replica_identity_full", self._whole_rows(move.group(1)) or self._replan()
         halted = HALTED.search(out)
         if halted is None or halted.group(1) not in ours:
             return "", ""
+        way = ("policy" if OTHER_POLICY in out else "alter_target" if ALTERS.search(out) is not None
+               else "replan" if "cdc-assets plan --replan" in out else "")
+        if way and not self.cause(way, halted.group(1)):
+            return way, self._false(halted.group(1))
         if OTHER_POLICY in out:
             raw = yaml.safe_load(self.path.read_text())
             raw.setdefault("pipeline", {})["schema_change_policy"] = "apply_add_columns"
@@ -68,6 +78,24 @@ class WaysOut:
         if "cdc-assets plan --replan" in out:
             return "replan", self._replan()
         return "", ""
+
+    def cause(self, way: str, qualified: str) -> bool:
+        """Did the scenario draw what may lead to `way`'s stop on table `qualified` (namespace.table)? A key move
+        the log leaves incomplete needs a PostgreSQL source and an unchanged TOASTed value (a big_text column); the
+        other ways out need a schema change of their kind on the table (an added column under `halt` for
+        another policy)."""
+        name = qualified.split(".")[-1]
+        if way == "replica_identity_full":
+            tables = [t for t in (*self.scenario.tables, *(c.created for c in self.scenario.changes if c.created))
+                      if t.name == name]
+            return self.scenario.source != MYSQL and any(k == "big_text" for t in tables for _, k in t.columns)
+        if way == "policy" and yaml.safe_load(self.path.read_text()).get("pipeline", {}).get(
+                "schema_change_policy", "halt") != "halt":
+            return False
+        return any(c.table == name and c.kind in CAUSES[way] for c in self.scenario.changes)
+
+    def _false(self, qualified: str) -> str:
+        return f"{FALSE_STOP}: no change of {qualified} the scenario made leads to this stop"
 
     def add_tables(self, names: list[str]) -> None:
         """Add the tables to the task file's source.tables (the next command plans them, with the columns they

@@ -16,6 +16,7 @@ from cdc_assets_tests.adversary.schema import Table
 from cdc_assets_tests.adversary.schema_changes import Change, left_out, target_names
 from cdc_assets_tests.adversary.shrink import halves, without_table
 from cdc_assets_tests.adversary.targets import Target, tolerates
+from cdc_assets_tests.adversary.ways_out import FALSE_STOP, WaysOut
 
 pytestmark = [pytest.mark.crash, pytest.mark.spark]
 
@@ -247,6 +248,27 @@ def test_schema_changes_leave_the_seed_as_it_was_up_to_the_first_and_writes_foll
                 assert not any(gone in s for s in after if not s.startswith("ALTER")), change
     assert "schema changes under" in build(3, "mysql-postgres", schema_changes=True).describe()
     assert not build(3, "mysql-three", schema_changes=True).changes  # single-target directions only
+
+
+def test_a_stop_the_scenario_drew_no_cause_for_is_false_though_it_names_a_way_out(tmp_path):
+    path = tmp_path / "task.yaml"
+    path.write_text("pipeline: {schema_change_policy: halt}\n")
+    plain, changed = build(2, "mysql-postgres"), build(2, "mysql-postgres", schema_changes=True)
+    added = next(c.table for c in changed.changes if c.kind == "add")
+    halted = (f"DDL on captured table {plain.namespace}.{added} at mysql-bin.000001:4 stops the incremental phase "
+              "(schema_change_policy halt): ALTER TABLE ... ADD COLUMN; set pipeline.schema_change_policy: "
+              "apply_add_columns to follow it")
+    way, wrong = WaysOut(plain, None, plain.namespace, path, {}).apply(halted)
+    assert way == "policy" and FALSE_STOP in wrong and added in wrong
+    assert "halt" in path.read_text()  # the way out was not taken
+    ways = WaysOut(changed, None, changed.namespace, path, {})
+    assert ways.cause("policy", f"{changed.namespace}.{added}")
+    assert not ways.cause("replan", f"{changed.namespace}.{added}") or any(
+        c.table == added and c.kind in ("drop", "rename") for c in changed.changes)
+    assert not ways.cause("replica_identity_full", f"{changed.namespace}.{added}")  # a MySQL source: never
+    way, wrong = ways.apply(halted)
+    assert (way, wrong) == ("policy", "") and "apply_add_columns" in path.read_text()
+    assert not ways.cause("policy", f"{changed.namespace}.{added}")  # no longer under halt
 
 
 def test_a_column_added_under_ignore_stays_left_out_under_a_new_name():
