@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--restart", action="store_true",
                    help="give every scenario a source restart while a sync runs (default: never)")
     p.add_argument("--schema-changes", action="store_true",
-                   help="give every single-target scenario 1-3 schema changes in its log phase, under a "
+                   help="give every scenario 1-3 schema changes in its log phase, under a "
                         "schema_change_policy drawn from the seed (default: none)")
     p.add_argument("--verify", action="store_true",
                    help="end every scenario with the task's own verification (default: the seeds that draw it)")

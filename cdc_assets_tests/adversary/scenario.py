@@ -131,7 +131,7 @@ def build(seed: int, direction: str | None = None, reset: bool | None = None, aw
     `reset`: a reset fault always (True), never (False), or when the seed draws one (None); `away_pg`: a PostgreSQL
     target away where one applies, `restart`: a source restart, each only when asked (its timing from a stream of
     its own), so that every seed keeps the scenario it had before them; `schema_changes`: schema changes in the log
-    phase (single-target directions; the scenario then has no savepoint nor reset, which a re-plan would void);
+    phase (the scenario then has no savepoint nor reset, which a re-plan would void);
     `verify`: the task's verification at the end always (True), never (False), or when the seed draws it (None)."""
     rng = random.Random(seed)
     drawn = rng.choice(sorted(DIRECTIONS))
@@ -150,7 +150,7 @@ def build(seed: int, direction: str | None = None, reset: bool | None = None, aw
     fork = copy.deepcopy(work) if schema_changes else None  # its own copy of the stream: the draws after stay
     during_log = tuple(tuple(work.transaction(big=rng.random() < 0.1)) for _ in range(rng.randint(20, 80)))
     changes, schema_policy = (), "halt"
-    if schema_changes and direction not in THREE:
+    if schema_changes:
         during_log, changes, schema_policy = draw_log(random.Random(f"schema changes {seed}"), fork, source,
                                                       namespace, random.Random(f"add a table {seed}"))
     # mysql.md: exactly-once needs an integer or decimal split column (a text key stops the plan, as documented)

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from cdc_assets_tests.adversary.faults import outcome, run_cli
-from cdc_assets_tests.adversary.kinds import MYSQL
+from cdc_assets_tests.adversary.kinds import MYSQL, POSTGRES
 from cdc_assets_tests.adversary.oracle import columns_of
 from cdc_assets_tests.adversary.schema import Table
 
@@ -65,16 +65,7 @@ class WaysOut:
             return "policy", ""
         alters = ALTERS.search(out)
         if alters is not None:
-            target = self.scenario.targets[0].connect(self.servers, self.ns)
-            try:
-                with target.cursor() as cur:
-                    for statement in alters.group(1).split("; "):
-                        cur.execute(statement)
-            except Exception as exc:  # noqa: BLE001 - the named statement failing is the finding
-                return "alter_target", f"the ALTER the stop named failed: {exc}"
-            finally:
-                target.close()
-            return "alter_target", ""
+            return "alter_target", self._alter_targets(alters.group(1).split("; "))
         if "cdc-assets plan --replan" in out:
             return "replan", self._replan()
         return "", ""
@@ -106,6 +97,22 @@ class WaysOut:
         for name, columns in self._source_columns().items():
             if name in names:
                 self.seen.setdefault(name, set()).update(columns)
+
+    def _alter_targets(self, statements: list[str]) -> str:
+        """The ALTERs a stop named, on every target of their engine (the stop names one target's; the others of
+        its engine hold the same tables); what went wrong, or ""."""
+        engine = MYSQL if "`" in statements[0] else POSTGRES
+        for target in (t for t in self.scenario.targets if t.engine == engine):
+            conn = target.connect(self.servers, self.ns)
+            try:
+                with conn.cursor() as cur:
+                    for statement in statements:
+                        cur.execute(statement)
+            except Exception as exc:  # noqa: BLE001 - the named statement failing is the finding
+                return f"the ALTER the stop named failed on {target.name}: {exc}"
+            finally:
+                conn.close()
+        return ""
 
     def _whole_rows(self, table: str) -> str:
         """The ALTER the stop names, on the source table and each of its partitions; what went wrong, or ""."""
@@ -157,16 +164,27 @@ class WaysOut:
         on_target = {t.name: {c: c if c in self.seen.get(t.name, set()) else names.get(t.name, {}).get(c, c)
                               for c, _ in t.columns} for t in tables}
         on_target = {t: {c: n for c, n in columns.items() if n is not None} for t, columns in on_target.items()}
-        target = self.scenario.targets[0].connect(self.servers, self.ns)
-        try:
-            present = {t.name: columns_of(target, self.ns, t) for t in tables}
-        finally:
-            target.close()
-        lacking = [f"{t.name}: column {n} missing from the target" + (f" (the source's {c})" if n != c else "")
-                   for t in tables for c, n in on_target[t.name].items() if n not in present[t.name]]
-        kept = {t.name: {c: n for c, n in on_target[t.name].items() if n in present[t.name]} for t in tables}
+        present, lacking = self._present(tables), []
+        for target in self.scenario.targets:
+            on = f"target {target.name}, " if len(self.scenario.targets) > 1 else ""
+            lacking += [f"{on}{t.name}: column {n} missing from the target" + (f" (the source's {c})" if n != c else "")
+                        for t in tables for c, n in on_target[t.name].items() if n not in present[target.name][t.name]]
+        kept = {t.name: {c: n for c, n in on_target[t.name].items()
+                         if all(n in present[target.name][t.name] for target in self.scenario.targets)}
+                for t in tables}
         return (tuple(replace(t, columns=tuple((c, k) for c, k in t.columns if c in kept[t.name])) for t in tables),
                 kept, lacking)
+
+    def _present(self, tables: tuple[Table, ...]) -> dict[str, dict[str, set[str]]]:
+        """Per target, per table, the columns it has."""
+        out = {}
+        for target in self.scenario.targets:
+            conn = target.connect(self.servers, self.ns)
+            try:
+                out[target.name] = {t.name: columns_of(conn, self.ns, t) for t in tables}
+            finally:
+                conn.close()
+        return out
 
     def unmet(self, names: dict[str, dict[str, str | None]]) -> dict[str, set[str]]:
         """Per table, the source's columns the log phase has not met yet (`names`, Scenario.target_names_at): not
