@@ -30,6 +30,8 @@ PROFILES = {
     "schema-changes+verify": ["--schema-changes", "--verify"],
     "mysql-three": ["--direction", "mysql-three"],
     "postgres-three": ["--direction", "postgres-three"],
+    "mysql-three+schema-changes": ["--direction", "mysql-three", "--schema-changes"],
+    "postgres-three+schema-changes": ["--direction", "postgres-three", "--schema-changes"],
 }
 GOOD = ("pass", "expected_stop")
 OUTCOME = re.compile(r"^seed (\d+) (\S+): (\w+) in (\d+) s; faults (.*)$")

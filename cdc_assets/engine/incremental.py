@@ -111,10 +111,14 @@ class _Session:
         self.lanes = TargetLanes(rt, report, stop, on_batch, self.acknowledge)
         self.start = self.lanes.start
         self.schemas: dict[TableId, TableSchema] = {}
-        for lane in sorted(self.lanes, key=lambda lane: 0 if lane.position == self.start else 1):
+        # The earliest lane's schemas read the log from its start; of lanes at the start, the oldest schema version:
+        # a lane that followed a schema change checkpoints at the change, where a lane killed before it followed
+        # still is, and the log read with the old definitions brings the change to the lane that has not met it
+        # (a lane that has skips it).
+        for lane in sorted(self.lanes, key=lambda lane: (lane.position != self.start, lane.checkpoint.version)):
             lane.behind(self.start)
             for table, schema in lane.schemas.items():
-                self.schemas.setdefault(table, schema)  # the earliest lane's schema reads the log from its start
+                self.schemas.setdefault(table, schema)
         if self.lanes.several and not report.start:
             report.start = str(self.start)
             report.start_reason = "the earliest checkpoint of " + ", ".join(

@@ -25,6 +25,7 @@ from cdc_assets.core.events import Idle, SchemaChange, Transaction, TransactionP
 from cdc_assets.core.positions import Position, is_before
 from cdc_assets.core.skip_filter import SkipFilter
 from cdc_assets.core.transaction_parts import Tally, TransactionInParts
+from cdc_assets.engine.faults import crash_point
 from cdc_assets.engine.log_start import split_watermarks
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.schema_follower import Restart, SchemaFollower
@@ -179,8 +180,8 @@ class Lane:
     def _schema_change(self, change: SchemaChange) -> None:
         self.applier.settle()
         if not self.follower.follow(change, self.checkpoint):
-            self._advance(change.position)
-            return
+            return self._advance(change.position)
         self.abandon()  # the restart reads its transaction again, with the new definitions
         self._commit(change.position)
+        crash_point("incremental.schema_followed")
         raise Restart()

@@ -67,8 +67,17 @@ class TargetLanes:
             lane.applier.pacer = pacer if i == 0 else None
 
     def step(self, item, drained: Callable[[float], bool]) -> None:
+        """Hand `item` to every lane. A lane that follows a schema change restarts the session only once every lane
+        took the item: one that had not met it yet would read the log again with the new definitions, and never
+        meet the change its target has to follow."""
+        restart = None
         for lane in list(self.lanes):
-            self._guarded(lane, lane.step, item, drained)
+            try:
+                self._guarded(lane, lane.step, item, drained)
+            except Restart as exc:
+                restart = exc
+        if restart is not None:
+            raise restart
 
     def finish(self) -> None:
         for lane in list(self.lanes):

@@ -52,7 +52,12 @@ SCHEMA_SEEDS = [(2, "mysql-postgres", {"policy", "replan", "alter_target"}),
                 # a column renamed after its table's last row change: PostgreSQL's log never tells, the target keeps
                 # the values under the old name and the verification at the end calls the table's splits
                 # inconclusive, as the docs say (with a re-plan before the log phase, a key move's way out); 40 s
-                (100079, "postgres-postgres", {"replica_identity_full"})]
+                (100079, "postgres-postgres", {"replica_identity_full"}),
+                # into three targets: under halt an added column, a re-plan, then the ALTERs the stops name for the
+                # MariaDB and the PostgreSQL targets (about 35 s); a table added to the running task, and a kill
+                # after one target's lane checkpointed an added column and before the others met it (about 25 s)
+                (2, "mysql-three", {"policy", "replan", "alter_target"}),
+                (5, "postgres-three", {"add_tables"})]
 
 # A PostgreSQL key move the log leaves incomplete, whose stop's way out (REPLICA IDENTITY FULL on the source table,
 # then a re-plan and a snapshot) the scenario takes before it goes on; about 20 s.
