@@ -51,6 +51,11 @@ class TableError(CdcError):
     target lacks). Way out: the hint names the table and the statement or config key that fixes it."""
 
 
+class TableMissing(TableError):
+    """A configured table the source does not have under its name: never created, or renamed or dropped since.
+    Way out: create it, or put its new name in source.tables in place of it, or remove it from there."""
+
+
 class PlanError(CdcError):
     """The frozen split plan and the request disagree (no plan yet, a split of another plan, no checkpoint to
     reset). Way out: `cdc-assets plan` and `snapshot` first, or `plan --replan` (docs/concepts/snapshot.md)."""

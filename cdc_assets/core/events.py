@@ -58,6 +58,7 @@ class SchemaChange:
     kind: SchemaChangeKind = SchemaChangeKind.OTHER
     added: tuple[str, ...] = ()  # the names of the new columns, in statement order
     columns: tuple[str, ...] = ()  # the existing columns it changes (RETYPED, OTHER), by their old names
+    renamed_to: TableId | None = None  # the table's name afterwards, where the change renames it
 
 
 @dataclass(frozen=True)

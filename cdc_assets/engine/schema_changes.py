@@ -15,7 +15,8 @@ about it under pipeline.schema_change_policy. The rule, in order:
    otherwise stop, naming the statements that make the target hold them. Changing the target column is the way
    out: the next run reads the target's types anew and follows.
 6. Anything else (a captured column dropped or renamed, the key, a truncate, a drop, a rename of a MySQL table,
-   a statement not understood): stop, under every policy. `ignore` never lets a captured column's values be
+   a statement not understood): stop, under every policy. A renamed table's stop names the way out: its new
+   name in source.tables (a re-plan would look for the old one). `ignore` never lets a captured column's values be
    dropped, cut or rounded.
 """
 from __future__ import annotations
@@ -28,7 +29,7 @@ from cdc_assets.core.boundary import Sink
 from cdc_assets.core.events import SchemaChange, SchemaChangeKind
 from cdc_assets.core.fits import Family, holds
 from cdc_assets.core.tables import Column, TableId, TableSchema
-from cdc_assets.errors import REPLAN_HINT, CdcError
+from cdc_assets.errors import REPLAN_HINT, CdcError, TableMissing
 
 log = logging.getLogger("cdc_assets.incremental")
 _K = SchemaChangeKind
@@ -59,6 +60,8 @@ def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: 
     if change.kind is _K.HARMLESS or (change.kind is _K.TABLE_ONLY and policy == "ignore"):
         log.info("DDL on %s leaves the captured columns as they are, continuing: %s", where, change.statement)
         return None
+    if change.renamed_to is not None:
+        raise SchemaChangeHalted(change, policy, renamed_hint(change))
     if schema is None or change.kind is _K.TABLE_ONLY:
         raise SchemaChangeHalted(change, policy)
     captured = {c.name for c in schema.columns}
@@ -75,7 +78,11 @@ def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: 
     if not touched and not adds and not left_out:
         log.info("DDL on %s changes no captured column, continuing: %s", where, change.statement)
         return None
-    current = describe(schema.table)
+    try:
+        current = describe(schema.table)
+    except TableMissing:
+        raise SchemaChangeHalted(change, policy, gone_hint(schema.table),
+                                 f"{schema.table} no longer exists on the source under this name") from None
     now = {c.name: c for c in current.columns}
     if not captured <= set(now) or not set(adds) <= set(now):
         # a later DDL took a captured or the added column away (dropped, or renamed: its values would go nowhere)
@@ -98,6 +105,24 @@ def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: 
             change.statement)
     return TableSchema(schema.table, tuple(now[c.name] if c.name in touched else c for c in schema.columns)
                        + tuple(added), schema.primary_key, schema.excluded + left_out)
+
+
+def gone_hint(table: TableId) -> str:
+    """The way out of a change met after a later DDL renamed or dropped its table (the log tells which only later)."""
+    return (f"a later DDL renamed or dropped {table}: if renamed, put its new name in source.tables in place of it "
+            "and run again (it is planned and snapshotted under that name, and joins the log phase from its own "
+            "snapshot); if dropped, remove it from source.tables")
+
+
+def renamed_hint(change: SchemaChange) -> str:
+    """The way out of a renamed table: a re-plan would look for the old name, which is gone."""
+    hint = (f"put {change.renamed_to} in source.tables in place of {change.table} and run again: it is planned and "
+            "snapshotted under its new name, into a target table of that name, and joins the log phase from its "
+            "own snapshot (the target table of the old name is left as it is)")
+    if change.kind is _K.TABLE_ONLY:  # PostgreSQL: its changes keep coming, by relation, under the new name
+        hint += ("; or set pipeline.schema_change_policy: ignore, which goes on applying them to the target table "
+                 "of the old name")
+    return hint
 
 
 def _check_target_holds(change: SchemaChange, policy: str, sink: Sink, schema: TableSchema,

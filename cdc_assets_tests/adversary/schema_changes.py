@@ -9,7 +9,9 @@ names, on the target); a dropped or renamed column stops under every policy (way
 runner applies the way out the error names (ways_out.py); the oracle compares the source's current columns, less
 those the docs say the target does not get. A table the application creates (`add_table`, under any policy) is
 written from then on, and added to `source.tables` at the next quiet point, as an operator adds a table to a
-running task (docs/operations: a table joins from its own snapshot); the oracle compares it from then on.
+running task (docs/operations: a table joins from its own snapshot); the oracle compares it from then on. A
+table renamed on a MySQL source (`rename_table`, under any policy) stops the sync (way out: the new name in
+`source.tables` in place of the old one, and its snapshot); the oracle compares it under the new name.
 
 To add a change to the menu: a function `(rng, table, engine) -> Change | None` appended to MENU, and the
 `Change.after` and `Change.statement` cases for its kind."""
@@ -37,9 +39,10 @@ BY_NAME["varchar100"] = Kind(
 
 @dataclass(frozen=True)
 class Change:
-    """`kind`: add | drop | rename | widen | int_to_bigint | add_table | set_default; `column`: the column it adds,
-    drops, renames, retypes or sets the default of; `to`: the kind it adds or retypes to, the new name, or the new
-    default (none: DROP DEFAULT); `created`: the table add_table creates."""
+    """`kind`: add | drop | rename | widen | int_to_bigint | add_table | set_default | rename_table; `column`: the
+    column it adds, drops, renames, retypes or sets the default of; `to`: the kind it adds or retypes to, the new
+    name (of the column, or of the table), or the new default (none: DROP DEFAULT); `created`: the table add_table
+    creates."""
     kind: str
     table: str
     column: str
@@ -58,6 +61,10 @@ class Change:
         if self.kind == "add_table":
             return self.statements(engine, namespace)[0]
         table = f"ALTER TABLE {q(engine, namespace)}.{q(engine, self.table)}"
+        if self.kind == "rename_table":  # MySQL's two ways to say it, by a coin of the change's own
+            new = f"{q(engine, namespace)}.{q(engine, self.to)}"
+            return f"{table} RENAME TO {new}" if _coin(f"{self.table}.alter_rename") else \
+                f"RENAME TABLE {q(engine, namespace)}.{q(engine, self.table)} TO {new}"
         column = q(engine, self.column)
         kind = BY_NAME.get(self.to)
         if self.kind == "add":
@@ -78,6 +85,8 @@ class Change:
 
     def after(self, table: Table) -> Table:
         """The table as the source has it after the change."""
+        if self.kind == "rename_table":
+            return replace(table, name=self.to)
         columns = list(table.columns)
         at = next((i for i, (c, _) in enumerate(columns) if c == self.column), None)
         if self.kind == "set_default":
@@ -95,6 +104,8 @@ class Change:
     def describe(self) -> str:
         if self.kind == "add_table":
             return f"add_table({self.table})"
+        if self.kind == "rename_table":
+            return f"rename_table({self.table} -> {self.to})"
         return f"{self.kind}({self.table}.{self.column}{' -> ' + self.to if self.to else ''})"
 
 
@@ -141,17 +152,22 @@ def _retype(old: str, new: str, kind: str):
 MENU = [_add, _drop, _rename, _retype("varchar", "varchar100", "widen"), _retype("int", "bigint", "int_to_bigint")]
 WEIGHTS = [3, 1, 1, 2, 2]
 ADD_TABLE_SHARE = 0.3  # of the scenarios with schema changes, drawn from a stream of its own (see draw_log)
+RENAME_TABLE_SHARE = 0.25  # of those from a MySQL source, likewise
 
 
-def draw_log(rng: random.Random, work, source: str, namespace: str,
-             adder: random.Random | None = None) -> tuple[tuple, tuple[Change, ...], str]:
+def draw_log(rng: random.Random, work, source: str, namespace: str, adder: random.Random | None = None,
+             renamer: random.Random | None = None) -> tuple[tuple, tuple[Change, ...], str]:
     """The log phase's transactions as `work` draws them (the same as without schema changes up to the first),
     with 1-3 changes run between them, each as a transaction of its own; and the policy. `adder`: the stream that
-    draws whether a table is created too, and before which transaction (a scenario without one keeps its draws)."""
+    draws whether a table is created too, and before which transaction (a scenario without one keeps its draws);
+    `renamer`: likewise, whether one of the scenario's tables is renamed (MySQL sources: its documented stop and
+    way out, ways_out.py)."""
     policy = rng.choice(POLICIES)
     count = work.rng.randint(20, 80)
     at = set(rng.sample(range(2, count), k=rng.randint(1, 3)))
     add_at = adder.randrange(2, count) if adder is not None and adder.random() < ADD_TABLE_SHARE else -1
+    rename_at = renamer.randrange(2, count) if renamer is not None and renamer.random() < RENAME_TABLE_SHARE else -1
+    original = [t.name for t in work.tables]
     transactions, changes = [], []
     for i in range(count):
         drawn = [_draw_change(rng, work.tables, source, len(changes) + 1)] if i in at else []
@@ -159,10 +175,15 @@ def draw_log(rng: random.Random, work, source: str, namespace: str,
             drawn.append(later)
         if i == add_at:
             drawn.append(_add_table(adder, adder.choice(work.tables), source, len(changes) + len(drawn) + 1))
+        if i == rename_at:
+            table = renamer.choice([t for t in work.tables if t.name in original])
+            drawn.append(Change("rename_table", table.name, "", f"{table.name}_rn{len(changes) + len(drawn) + 1}"))
         for change in drawn:
             if change is not None:
                 if change.created is not None:
                     work.add(change.created)
+                elif change.kind == "rename_table":
+                    work.rename(change.table, change.to)
                 else:
                     index = next(n for n, t in enumerate(work.tables) if t.name == change.table)
                     work.tables[index] = change.after(work.tables[index])
@@ -189,7 +210,9 @@ def tables_after(tables: tuple[Table, ...], changes: tuple[Change, ...], written
     out = {t.name: t for t in tables}
     for change in changes:
         if change.statement(source, namespace) in ran:
-            out[change.table] = change.created or change.after(out[change.table])
+            renamed = change.kind == "rename_table"
+            out[change.to if renamed else change.table] = change.created or change.after(
+                out.pop(change.table) if renamed else out[change.table])
     return tuple(out.values())
 
 
@@ -224,6 +247,9 @@ def target_names(tables: tuple[Table, ...], changes: tuple[Change, ...], written
         if change.created is not None:
             names[change.table] = {c: c for c, _ in change.created.columns}
             continue
+        if change.kind == "rename_table":  # a MySQL source: the target table of the new name comes from a snapshot
+            names[change.to] = names.pop(change.table)
+            continue
         met = source != POSTGRES or any(change.table in rows for rows in changed[at + 1:])
         columns = names[change.table]
         if change.kind == "add":
@@ -250,6 +276,8 @@ def left_out(changes: tuple[Change, ...], policy: str) -> dict[str, set[str]]:
     for change in changes:
         if change.kind == "add" and policy == "ignore":
             out.setdefault(change.table, set()).add(change.column)
+        elif change.kind == "rename_table" and change.table in out:
+            out[change.to] = out.pop(change.table)
         elif change.kind == "rename" and change.column in out.get(change.table, set()):
             out[change.table].add(change.to)
     return out

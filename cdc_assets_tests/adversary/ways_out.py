@@ -1,7 +1,8 @@
 """The ways out of a documented stop, applied as an operator would, so that the scenario goes on and its oracle
 still has to pass. Of a schema change's stop (docs/concepts/log-phase.md "Schema changes"): another policy for an
 added column under `halt`, the ALTER the error names on the target for a retyped column, `plan --replan` (and the
-snapshot it asks for) for a dropped or renamed column. Of a PostgreSQL key move the log leaves incomplete
+snapshot it asks for) for a dropped or renamed column, the new name in `source.tables` in place of the old one
+(and the snapshot) for a renamed table. Of a PostgreSQL key move the log leaves incomplete
 (`MoveIncomplete`, docs/connectors/postgres.md): `REPLICA IDENTITY FULL` on the source table it names, then the
 re-plan. A re-plan voids the savepoints and checkpoints from before it: the runner then skips the scenario's
 rollbacks and resets that would go back to them. A stop that does not name a table of the task and one of these
@@ -25,9 +26,12 @@ ALTERS = re.compile(r"make the target's columns hold the new definitions \((.*?)
 OTHER_POLICY = "set pipeline.schema_change_policy: apply_add_columns"
 MOVE = re.compile(r"cannot move (?:the row|rows) of (\S+) ")
 WHOLE_ROWS = "for a partitioned table) makes the log carry whole rows"
+RENAMED = re.compile(r"put (\S+) in source\.tables in place of (\S+) and run again")
+GONE = re.compile(r"a later DDL renamed or dropped (\S+): if renamed")  # the rename comes later in the log
 FALSE_STOP = "a stop the scenario drew no cause for"
 # The schema changes (schema_changes.Change.kind) that may lead to each way out's stop.
-CAUSES = {"policy": {"add"}, "alter_target": {"widen", "int_to_bigint"}, "replan": {"drop", "rename"}}
+CAUSES = {"policy": {"add"}, "alter_target": {"widen", "int_to_bigint"}, "replan": {"drop", "rename"},
+          "rename_table": {"rename_table"}}
 
 
 @dataclass
@@ -45,7 +49,8 @@ class WaysOut:
     def apply(self, out: str) -> tuple[str, str]:
         """(the way out applied, or "" when `out` names none; what went wrong applying it, or "")."""
         ours = {f"{self.ns}.{t}" for t in [t.name for t in self.scenario.tables]
-                + [c.table for c in self.scenario.changes if c.created is not None]}
+                + [c.table for c in self.scenario.changes if c.created is not None]
+                + [c.to for c in self.scenario.changes if c.kind == "rename_table"]}
         move = MOVE.search(out)
         if move is not None and WHOLE_ROWS in out and move.group(1) in ours:
             if not self.cause("replica_identity_full", move.group(1)):
@@ -54,10 +59,19 @@ class WaysOut:
         halted = HALTED.search(out)
         if halted is None or halted.group(1) not in ours:
             return "", ""
-        way = ("policy" if OTHER_POLICY in out else "alter_target" if ALTERS.search(out) is not None
+        renamed, gone = RENAMED.search(out), GONE.search(out)
+        way = ("rename_table" if renamed or gone else "policy" if OTHER_POLICY in out
+               else "alter_target" if ALTERS.search(out) is not None
                else "replan" if "cdc-assets plan --replan" in out else "")
         if way and not self.cause(way, halted.group(1)):
             return way, self._false(halted.group(1))
+        if renamed:
+            return way, self._renamed(*renamed.groups())
+        if gone:  # the rename comes later in the log: the operator knows the name they gave the table
+            old = gone.group(1)
+            new = next(c.to for c in self.scenario.changes
+                       if c.kind == "rename_table" and f"{self.ns}.{c.table}" == old)
+            return way, self._renamed(f"{self.ns}.{new}", old)
         if OTHER_POLICY in out:
             raw = yaml.safe_load(self.path.read_text())
             raw.setdefault("pipeline", {})["schema_change_policy"] = "apply_add_columns"
@@ -97,6 +111,17 @@ class WaysOut:
         for name, columns in self._source_columns().items():
             if name in names:
                 self.seen.setdefault(name, set()).update(columns)
+
+    def _renamed(self, new: str, old: str) -> str:
+        """The renamed table's new name in source.tables in place of the old one, then `snapshot` (which plans it
+        and reads it under that name); what went wrong, or ""."""
+        raw = yaml.safe_load(self.path.read_text())
+        raw["source"]["tables"] = [new if t == old else t for t in raw["source"]["tables"]]
+        self.path.write_text(yaml.safe_dump(raw))
+        name = new.split(".")[-1]
+        self.seen.setdefault(name, set()).update(self._source_columns().get(name, set()))
+        status, out = outcome(run_cli(self.path, self.env, "snapshot"))
+        return "" if status == "passed" else f"snapshot: {status}: {out.strip()[-1500:]}"
 
     def _alter_targets(self, statements: list[str]) -> str:
         """The ALTERs a stop named, on every target of their engine (the stop names one target's; the others of

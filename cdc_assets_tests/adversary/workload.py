@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import replace
 
 from cdc_assets_tests.adversary.kinds import POSTGRES
 from cdc_assets_tests.adversary.schema import Table, q
@@ -32,6 +33,12 @@ class Workload:
         """A table the application created: written from now on."""
         self.tables.append(table)
         self.model[table.name], self.next_id[table.name] = {}, 1
+
+    def rename(self, old: str, new: str) -> None:
+        """A table the application renamed: written under its new name from now on."""
+        at = next(i for i, t in enumerate(self.tables) if t.name == old)
+        self.tables[at] = replace(self.tables[at], name=new)
+        self.model[new], self.next_id[new] = self.model.pop(old), self.next_id.pop(old)
 
     def name(self, table: Table, leaf: str | None = None) -> str:
         return f"{q(self.source, self.ns)}.{q(self.source, leaf or table.name)}"

@@ -6,7 +6,7 @@ import pytest
 from cdc_assets.core.events import SchemaChange, SchemaChangeKind
 from cdc_assets.core.positions import PgPosition
 from cdc_assets.core.tables import TableId
-from cdc_assets.sources.mysql.ddl import classify
+from cdc_assets.sources.mysql.ddl import classify, renamed_tables
 from cdc_assets.sources.postgres.drift import Shape, drift
 
 ADDED, HARMLESS, OTHER = SchemaChangeKind.ADDED_COLUMNS, SchemaChangeKind.HARMLESS, SchemaChangeKind.OTHER
@@ -60,6 +60,24 @@ def test_mysql_statements_are_classified_by_their_clauses(statement, kind, added
     assert classify(statement) == (kind, added, columns)
 
 
+@pytest.mark.parametrize("statement, renamed", [
+    ("RENAME TABLE t TO t2", {"t": "t2"}),
+    ("/* app */ rename table `db`.`t` to other.t, u TO v", {"t": "other.t", "u": "v"}),
+    ("RENAME TABLE t TO tmp, u TO t, tmp TO u", {"t": "u", "u": "t"}),  # a swap: each ends as the other
+    ("RENAME TABLE t TO u, u TO v", {"t": "v"}),
+    ("ALTER TABLE t ADD COLUMN x INT, RENAME TO t2", {"t": "t2"}),
+    ("ALTER TABLE db.t RENAME AS db.t2", {"t": "t2"}),
+    ("ALTER TABLE t RENAME COLUMN x TO y", {}),
+    ("ALTER TABLE t RENAME INDEX i TO j, RENAME KEY k TO m", {}),
+    ("ALTER TABLE t MODIFY v INT", {}),
+])
+def test_mysql_renamed_tables_end_under_the_last_name_each_gets(statement, renamed):
+    def table(name: str) -> TableId:
+        return TableId(*name.split(".")) if "." in name else TableId("db", name)
+
+    assert renamed_tables(statement, "db") == {table(old): table(new) for old, new in renamed.items()}
+
+
 def shape(table: TableId = T, key: tuple[str, ...] | None = ("id",), **columns: str) -> Shape:
     return Shape(table, columns, key)
 
@@ -82,7 +100,8 @@ def test_postgres_drift_kinds(after, kind, added, columns, statement):
     changed = drift(BEFORE, after)
     assert changed and changed.kind is kind
     change = changed.schema_change(T, PgPosition(42))
-    assert change == SchemaChange(T, statement, PgPosition(42), kind, added, columns)
+    renamed = after.table if after.table != T else None
+    assert change == SchemaChange(T, statement, PgPosition(42), kind, added, columns, renamed)
 
 
 def test_postgres_relation_with_the_same_columns_is_no_drift():

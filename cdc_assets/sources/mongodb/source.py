@@ -21,7 +21,7 @@ from cdc_assets.core.positions import MongoPosition
 from cdc_assets.core.splits import KeyRange, Split, SplitPlan
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.errors import CdcError, ConfigError, SourceSetupError, TableError, scrub
+from cdc_assets.errors import CdcError, ConfigError, SourceSetupError, TableError, TableMissing, scrub
 from cdc_assets.sources.mongodb import server
 from cdc_assets.sources.mongodb.collections import ID, CollectionSpec, parse_collection, spec_from_schema
 from cdc_assets.sources.mongodb.export import row_export
@@ -87,7 +87,7 @@ class MongoSource:
         with self._reachable():
             exists = self.client[table.namespace].list_collection_names(filter={"name": table.name})
         if not exists:
-            raise TableError(f"collection {table} does not exist on {self.url}",
+            raise TableMissing(f"collection {table} does not exist on {self.url}",
                              "check the database and collection names in source.collections")
         return spec.schema()
 

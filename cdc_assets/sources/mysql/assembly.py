@@ -13,7 +13,7 @@ from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.errors import UnreachableError
 from cdc_assets.sources.mysql.boundaries import Boundaries
-from cdc_assets.sources.mysql.ddl import classify, ddl_tables
+from cdc_assets.sources.mysql.ddl import classify, ddl_tables, renamed_tables
 from cdc_assets.sources.mysql.load_query import LoadQueryEvent
 from cdc_assets.sources.mysql.logged_statements import StatementStop
 from cdc_assets.sources.mysql.row_events import RowEvents
@@ -146,7 +146,8 @@ class Assembler:
         tables = ddl_tables(statement, default_db, self.schemas)
         position = self._end(event)
         kind, added, columns = classify(statement)
-        return [SchemaChange(t, statement, position, kind, added, columns) for t in tables]
+        renamed = renamed_tables(statement, default_db) if tables else {}
+        return [SchemaChange(t, statement, position, kind, added, columns, renamed.get(t)) for t in tables]
 
     def _load_query(self, event: LoadQueryEvent) -> None:
         """A LOAD DATA logged as a statement, inside its group."""

@@ -79,6 +79,32 @@ def ddl_tables(statement: str, default_db: str, captured: Collection[TableId]) -
     return []
 
 
+_RENAME_TABLES = re.compile(r"^RENAME\s+TABLES?\s+(?P<names>.+)$", re.I | re.S)
+# ALTER TABLE's own rename clause: RENAME [TO | AS] new (not RENAME COLUMN, INDEX or KEY)
+_RENAME_CLAUSE = re.compile(rf"^RENAME\s+(?:(?:TO|AS)\s+)?(?!(?:COLUMN|INDEX|KEY)\b)(?P<name>{_NAME})\s*$", re.I)
+
+
+def renamed_tables(statement: str, default_db: str) -> dict[TableId, TableId]:
+    """The tables a RENAME TABLE, or an ALTER TABLE's RENAME clause, gives another name: old -> the name it ends
+    with (`RENAME TABLE a TO tmp, b TO a, tmp TO b` swaps a and b)."""
+    text = LEADING_COMMENTS.sub("", statement).strip()
+    if m := _RENAME_TABLES.match(text):
+        names = _named_tables(m.group("names"), default_db)
+        pairs = list(zip(names[::2], names[1::2]))
+    elif (m := ALTER.match(text)) and (named := _TABLE_DDL[0].match(text)):
+        table = _named_tables(named.group("names"), default_db)
+        pairs = [(table[0], _named_tables(c.group("name"), default_db)[0])
+                 for clause in split_top_level(m.group("clauses")) if (c := _RENAME_CLAUSE.match(clause))]
+    else:
+        return {}
+    ends: dict[TableId, TableId] = {}
+    for old, new in pairs:
+        moved = [k for k, now in ends.items() if now == old]
+        for k in moved or [old]:
+            ends[k] = new
+    return {old: new for old, new in ends.items() if old != new}
+
+
 def split_top_level(text: str) -> list[str]:
     """Comma-separated parts of `text`; commas inside parentheses or quotes ('', "", ``) do not split."""
     parts, depth, quote, current = [], 0, "", ""

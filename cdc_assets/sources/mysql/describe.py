@@ -6,7 +6,7 @@ import pymysql
 
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.errors import TableError
+from cdc_assets.errors import TableMissing
 from cdc_assets.sources.base import resolve_key
 from cdc_assets.sources.mysql import types
 
@@ -24,13 +24,13 @@ GROUP BY INDEX_NAME HAVING COUNT(*) = 1 AND MAX(COLUMN_NAME) = %s"""
 
 
 def describe_table(conn, url: DbUrl, mariadb: bool, table: TableId, split_column: str | None = None) -> TableSchema:
-    """The table's schema, read over `conn`; `url` names the server in errors. Raises TableError (no such table,
-    no key to split on)."""
+    """The table's schema, read over `conn`; `url` names the server in errors. Raises TableMissing (no such
+    table) or TableError (no key to split on)."""
     with conn.cursor(pymysql.cursors.DictCursor) as cur:
         cur.execute(_COLUMNS_SQL, (table.namespace, table.name))
         rows = [{k.lower(): v for k, v in r.items()} for r in cur.fetchall()]
         if not rows:
-            raise TableError(f"table {table} does not exist on {url}", "create it, or remove it from source.tables")
+            raise TableMissing(f"table {table} does not exist on {url}", "create it, or remove it from source.tables")
         cur.execute(_PK_SQL, (table.namespace, table.name))
         pk = tuple(r["COLUMN_NAME"] for r in cur.fetchall())
     json_columns = _json_columns(conn, table) if mariadb else set()

@@ -72,7 +72,7 @@ class Drift:
     def schema_change(self, table: TableId, position: Position) -> SchemaChange:
         # A changed replica identity or name is the table's own change: no columns named, nothing to narrow it.
         columns = () if self.key or self.renamed_to else self.retyped + self.removed
-        return SchemaChange(table, self.describe(), position, self.kind, self.added, columns)
+        return SchemaChange(table, self.describe(), position, self.kind, self.added, columns, self.renamed_to)
 
 
 def drift(old: Shape, new: Shape) -> Drift:
