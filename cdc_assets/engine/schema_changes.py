@@ -109,14 +109,15 @@ def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: 
 
 def gone_hint(table: TableId) -> str:
     """The way out of a change met after a later DDL renamed or dropped its table (the log tells which only later)."""
-    return (f"a later DDL renamed or dropped {table}: if renamed, put its new name in source.tables in place of it "
-            "and run again (it is planned and snapshotted under that name, and joins the log phase from its own "
+    return (f"a later DDL renamed or dropped {table}: if renamed, put its new name in source.tables (and in any "
+            "source setting naming it) in place of it and run again (it is planned and snapshotted under that name, and joins the log phase from its own "
             "snapshot); if dropped, remove it from source.tables")
 
 
 def renamed_hint(change: SchemaChange) -> str:
     """The way out of a renamed table: a re-plan would look for the old name, which is gone."""
-    hint = (f"put {change.renamed_to} in source.tables in place of {change.table} and run again: it is planned and "
+    hint = (f"put {change.renamed_to} in source.tables in place of {change.table} (and in any source setting naming "
+            f"it) and run again: it is planned and "
             "snapshotted under its new name, into a target table of that name, and joins the log phase from its "
             "own snapshot (the target table of the old name is left as it is)")
     if change.kind is _K.TABLE_ONLY:  # PostgreSQL: its changes keep coming, by relation, under the new name

@@ -253,7 +253,7 @@ KINDS += [
          session={MYSQL: "SET SESSION sql_mode = ''"}, stops_on=ZERO_DATES, share=0.3,
          # mysql.md "Zero dates": the log stops with ZeroDateError; the snapshot fails the split with the target
          # server's refusal of the value
-         stop=r"ZeroDateError|a zero or invalid date|(Incorrect date(time)? value: '|value out of range: \")"
+         stop=r"ZeroDateError|a zero or invalid date|(Incorrect date(time)? value: \\?'|value out of range: \\?\")"
               r"(0000-00-00|2020-00-15|2021-02-00)"),
     Kind("datetime3", {MYSQL: "DATETIME(3)", POSTGRES: "TIMESTAMP(3)"},
          {e: (literal(e, "1000-01-01 00:00:00.000"), literal(e, "9999-12-31 23:59:59.999"),

@@ -277,7 +277,7 @@ def left_out(changes: tuple[Change, ...], policy: str) -> dict[str, set[str]]:
         if change.kind == "add" and policy == "ignore":
             out.setdefault(change.table, set()).add(change.column)
         elif change.kind == "rename_table" and change.table in out:
-            out[change.to] = out.pop(change.table)
+            out[change.to] = set(out[change.table])  # the old name's still holds before the rename
         elif change.kind == "rename" and change.column in out.get(change.table, set()):
             out[change.table].add(change.to)
     return out

@@ -213,6 +213,10 @@ def test_a_zero_date_written_makes_the_documented_stop_the_expected_outcome():
     assert any(s.startswith("SET SESSION sql_mode") for s in zero.session)
     assert re.search(zero.expected_stops()[0], "ZeroDateError: row (7,) of adv.t0: column 'c_zero_date' ...")
     assert not re.search(zero.expected_stops()[0], "MoveIncomplete: cannot move the row")
+    value = next(v for v in ("0000-00-00", "2020-00-15", "2021-02-00") if v in zero.expected_stops()[0])
+    three = (f"SplitFailed: ... 0 of 3 targets acknowledged (none); ... {{'maria': 'failed: (1292, \"Incorrect date "
+             f"value: \\'{value}\\' for column ...\")'}}")  # the targets' reasons as the split's message quotes them
+    assert re.search(zero.expected_stops()[0], three), three
     assert build(10, "mysql-postgres").expected_stops() == []
 
 
@@ -296,6 +300,8 @@ def test_a_column_added_under_ignore_stays_left_out_under_a_new_name():
     changes = (Change("add", "t0", "c_add1", "int"), Change("rename", "t0", "c_add1", "c_add1_r2"))
     assert left_out(changes, "ignore") == {"t0": {"c_add1", "c_add1_r2"}}
     assert left_out(changes, "apply_add_columns") == {}
+    moved = changes + (Change("rename_table", "t0", "", "t0_rn3"),)
+    assert left_out(moved, "ignore") == {"t0": {"c_add1", "c_add1_r2"}, "t0_rn3": {"c_add1", "c_add1_r2"}}
 
 
 def test_a_postgres_schema_change_no_row_change_of_its_table_followed_is_not_met_yet():

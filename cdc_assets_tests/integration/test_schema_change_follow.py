@@ -79,10 +79,23 @@ def test_a_column_added_between_the_snapshot_and_the_first_run_is_followed(serve
     tgt.close()
 
 
-@pytest.mark.parametrize("source", ["mysql", "postgres"])
-def test_rows_there_before_an_added_column_get_its_default_on_the_target(servers, unique_name, tmp_path, source):
+# PostgreSQL: the default dropped, then an ALTER ... TYPE that rewrote the table, all before a run met the ADD (the
+# adversary, postgres-three seed 100384 --schema-changes).
+REWRITTEN = ("ALTER TABLE {t} ALTER w DROP DEFAULT", "ALTER TABLE {t} ALTER w TYPE bigint")
+
+
+@pytest.mark.parametrize("source, later", [
+    ("mysql", ()), ("postgres", ()),
+    pytest.param("postgres", REWRITTEN, marks=pytest.mark.xfail(strict=True, reason=(
+        "a known silent divergence: the rewrite cleared attmissingval and the column has no default now, which the "
+        "catalog and the log (pgoutput carries no DDL; the first Relation after the ADD may already show the "
+        "retyped column) show alike for an ADD without a default, whose rows got NULL: the rows there before get "
+        "NULL on the target while the source holds 7. Telling them apart needs what the task saw of the table "
+        "before (its relfilenode at the last follow, say)")))])
+def test_rows_there_before_an_added_column_get_its_default_on_the_target(servers, unique_name, tmp_path, source,
+                                                                          later):
     """The rows the source filled with the default at its ADD COLUMN (no log event carries them) stayed NULL on the
-    target until changed."""
+    target until changed. Where the task cannot know what they got, a stop naming the column is right too."""
     ns = unique_name if source == "mysql" else "s"
     seed = [] if source == "mysql" else [f"CREATE SCHEMA {ns}"]
     seed += [f"CREATE TABLE {ns}.t (id INT PRIMARY KEY, v INT)", f"INSERT INTO {ns}.t VALUES (1, 1)"]
@@ -95,8 +108,13 @@ def test_rows_there_before_an_added_column_get_its_default_on_the_target(servers
             rt.sink.ensure_table(rt.source.describe(rt.config.source.table_ids[0]))
             execute(tgt, f'INSERT INTO "{ns}".t VALUES (1, 1)')  # as a snapshot would have left it
             sync(rt, until_caught_up=True)
-            execute(src, f"ALTER TABLE {ns}.t ADD COLUMN w INT DEFAULT 7", f"INSERT INTO {ns}.t VALUES (2, 2, 2)")
-            sync(rt, until_caught_up=True)
+            execute(src, f"ALTER TABLE {ns}.t ADD COLUMN w INT DEFAULT 7", *(d.format(t=f"{ns}.t") for d in later),
+                    f"INSERT INTO {ns}.t VALUES (2, 2, 2)")
+            try:
+                sync(rt, until_caught_up=True)
+            except SchemaChangeHalted as stop:
+                assert later and "w:" in str(stop), stop
+                return
         finally:
             rt.close()
             if source == "postgres":

@@ -105,7 +105,10 @@ def test_a_mysql_target_that_would_round_stops_the_batch_too(servers, unique_nam
             with pytest.raises(ValueMisfit, match=r"row \(3,\) .*column 'n' holds Decimal\('12.34'\), which the "
                                                   r"target's column \(decimal\(10,1\)\).* MODIFY `n` decimal\(10,2\)"):
                 run()
-            assert [r[:2] for r in fetch_rows(tgt, f"`{ns}`.t", "id")] == [(1, Decimal("12.3"))]
+            # Row 2 fits once d is DATETIME(3): it is committed when it came in a batch before row 3's (as on a
+            # loaded machine), and stopped with row 3 when both came in one batch; row 3 never lands rounded.
+            rows = [r[:2] for r in fetch_rows(tgt, f"`{ns}`.t", "id")]
+            assert rows in ([(1, Decimal("12.3"))], [(1, Decimal("12.3")), (2, Decimal("12.3"))]), rows
         finally:
             for rt in runtimes:
                 rt.close()

@@ -6,7 +6,7 @@ import pymysql
 
 from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.errors import TableMissing
+from cdc_assets.errors import MISSING_TABLE_HINT, TableMissing
 from cdc_assets.sources.base import resolve_key
 from cdc_assets.sources.mysql import types
 
@@ -30,7 +30,7 @@ def describe_table(conn, url: DbUrl, mariadb: bool, table: TableId, split_column
         cur.execute(_COLUMNS_SQL, (table.namespace, table.name))
         rows = [{k.lower(): v for k, v in r.items()} for r in cur.fetchall()]
         if not rows:
-            raise TableMissing(f"table {table} does not exist on {url}", "create it, or remove it from source.tables")
+            raise TableMissing(f"table {table} does not exist on {url}", MISSING_TABLE_HINT)
         cur.execute(_PK_SQL, (table.namespace, table.name))
         pk = tuple(r["COLUMN_NAME"] for r in cur.fetchall())
     json_columns = _json_columns(conn, table) if mariadb else set()

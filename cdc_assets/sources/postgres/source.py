@@ -14,7 +14,7 @@ from cdc_assets.core.tables import Column, TableId, TableSchema
 from cdc_assets.core.urls import DbUrl
 from cdc_assets.dbapi.connect import connect, postgres_args
 from cdc_assets.dbapi.jdbc import postgres_jdbc
-from cdc_assets.errors import SourceSetupError, TableMissing
+from cdc_assets.errors import MISSING_TABLE_HINT, SourceSetupError, TableMissing
 from cdc_assets.sources.base import SqlSource, resolve_key
 from cdc_assets.sources.split_planning import KeyProbes
 from cdc_assets.sources.split_read import SplitRead, changed_versions
@@ -91,8 +91,7 @@ class PostgresSource(SqlSource):
         with self.conn.cursor() as cur:
             cur.execute("SELECT to_regclass(%s)", (regclass,))
             if cur.fetchone()[0] is None:
-                raise TableMissing(f"table {table} does not exist on {self.url}",
-                                   "create it, or remove it from source.tables")
+                raise TableMissing(f"table {table} does not exist on {self.url}", MISSING_TABLE_HINT)
             cur.execute(_COLUMNS_SQL, (regclass,))
             columns = tuple(types.column_from_catalog(*row) for row in cur.fetchall())
             cur.execute(_PK_SQL, (regclass,))
