@@ -6,8 +6,8 @@ Every message is safe to log: URLs are rendered masked before they reach an erro
 from __future__ import annotations
 
 REPLAN_HINT = "re-plan and re-snapshot the task: cdc-assets plan --replan"
-MISSING_TABLE_HINT = ("create it; if it was renamed, put its new name in source.tables (and in any source setting "
-                      "naming it) in place of it; or remove it from source.tables")
+RENAMED_TABLE_WAY_OUT = "put its new name in source.tables (and in any source setting naming it) in place of it"
+MISSING_TABLE_HINT = f"create it; if it was renamed, {RENAMED_TABLE_WAY_OUT}; or remove it from source.tables"
 NETWORK_HINT = "check that the server runs, the host/port/user/password in the URL, and the network"
 MASK = "***"
 

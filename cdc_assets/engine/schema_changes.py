@@ -29,7 +29,7 @@ from cdc_assets.core.boundary import Sink
 from cdc_assets.core.events import SchemaChange, SchemaChangeKind
 from cdc_assets.core.fits import Family, holds
 from cdc_assets.core.tables import Column, TableId, TableSchema
-from cdc_assets.errors import REPLAN_HINT, CdcError, TableMissing
+from cdc_assets.errors import RENAMED_TABLE_WAY_OUT, REPLAN_HINT, CdcError, TableMissing
 
 log = logging.getLogger("cdc_assets.incremental")
 _K = SchemaChangeKind
@@ -107,19 +107,21 @@ def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: 
                        + tuple(added), schema.primary_key, schema.excluded + left_out)
 
 
+# What the new name in source.tables does (a re-plan would look for the old name, which is gone).
+_JOINS = ("it is planned and snapshotted under its new name, into a target table of that name, and joins the log "
+          "phase from its own snapshot (the target table of the old name is left as it is)")
+
+
 def gone_hint(table: TableId) -> str:
     """The way out of a change met after a later DDL renamed or dropped its table (the log tells which only later)."""
-    return (f"a later DDL renamed or dropped {table}: if renamed, put its new name in source.tables (and in any "
-            "source setting naming it) in place of it and run again (it is planned and snapshotted under that name, and joins the log phase from its own "
-            "snapshot); if dropped, remove it from source.tables")
+    return (f"a later DDL renamed or dropped {table}: if renamed, {RENAMED_TABLE_WAY_OUT} and run again ({_JOINS}); "
+            "if dropped, remove it from source.tables")
 
 
 def renamed_hint(change: SchemaChange) -> str:
-    """The way out of a renamed table: a re-plan would look for the old name, which is gone."""
+    """The way out of a renamed table."""
     hint = (f"put {change.renamed_to} in source.tables in place of {change.table} (and in any source setting naming "
-            f"it) and run again: it is planned and "
-            "snapshotted under its new name, into a target table of that name, and joins the log phase from its "
-            "own snapshot (the target table of the old name is left as it is)")
+            f"it) and run again: {_JOINS}")
     if change.kind is _K.TABLE_ONLY:  # PostgreSQL: its changes keep coming, by relation, under the new name
         hint += ("; or set pipeline.schema_change_policy: ignore, which goes on applying them to the target table "
                  "of the old name")

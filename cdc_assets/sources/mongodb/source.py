@@ -88,7 +88,7 @@ class MongoSource:
             exists = self.client[table.namespace].list_collection_names(filter={"name": table.name})
         if not exists:
             raise TableMissing(f"collection {table} does not exist on {self.url}",
-                             "check the database and collection names in source.collections")
+                               "check the database and collection names in source.collections")
         return spec.schema()
 
     def current_position(self) -> MongoPosition:
