@@ -160,8 +160,9 @@ class SnapshotSource(Protocol):
 
     def describe(self, table: TableId, split_column: str | None = None) -> TableSchema: ...
 
-    def added_fill(self, change: SchemaChange, names: list[str]) -> AddedFill:
-        """What the rows there before `change` (which added the columns `names`) got in them (core/added_fill)."""
+    def added_fill(self, change: SchemaChange, names: list[str], before: TableSchema) -> AddedFill:
+        """What the rows there before `change` (which added the columns `names`) got in them (core/added_fill);
+        `before`: the definitions the task had, as it read them."""
 
     def current_position(self) -> Position: ...
 

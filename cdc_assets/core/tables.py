@@ -6,7 +6,7 @@ A MySQL database maps to a PostgreSQL schema of the same name and back, so a `Ta
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 
 from cdc_assets.errors import ConfigError
@@ -91,6 +91,10 @@ class TableSchema:
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...]  # or the configured split column for tables without one
     excluded: tuple[str, ...] = ()  # source columns left out by source.exclude_columns: never read nor written
+    # Where the source stores the rows, read when the catalog showed these definitions and no later change
+    # (PostgreSQL: each leaf's relfilenode, which a rewrite changes); None where the source has no such name.
+    # Not part of the definitions: two reads of one definition compare equal.
+    storage: str | None = field(default=None, compare=False)
 
     def column(self, name: str) -> Column:
         for col in self.columns:
@@ -106,10 +110,11 @@ class TableSchema:
 
 def schema_to_json(schema: TableSchema) -> dict:
     return {"table": str(schema.table), "primary_key": list(schema.primary_key), "excluded": list(schema.excluded),
-            "columns": [{**asdict(c), "kind": c.kind.value, "values": list(c.values)} for c in schema.columns]}
+            "columns": [{**asdict(c), "kind": c.kind.value, "values": list(c.values)} for c in schema.columns],
+            **({"storage": schema.storage} if schema.storage is not None else {})}
 
 
 def schema_from_json(data: dict) -> TableSchema:
     columns = tuple(Column(**{**c, "kind": Kind(c["kind"]), "values": tuple(c["values"])}) for c in data["columns"])
     return TableSchema(TableId.parse(data["table"]), columns, tuple(data["primary_key"]),
-                       tuple(data.get("excluded", ())))
+                       tuple(data.get("excluded", ())), data.get("storage"))

@@ -22,6 +22,7 @@ about it under pipeline.schema_change_policy. The rule, in order:
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Callable
 
 from cdc_assets.core.added_fill import AddedFill
@@ -51,11 +52,11 @@ class SchemaChangeHalted(CdcError):
 
 def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: Sink,
            describe: Callable[[TableId], TableSchema],
-           fill: Callable[[SchemaChange, list[str]], AddedFill] = lambda change, names: AddedFill()
+           fill: Callable[[SchemaChange, list[str], TableSchema], AddedFill] = lambda change, names, before: AddedFill()
            ) -> TableSchema | None:
     """What the task reads the table with from `change` on: None for the schema it has (go on), else the new
-    schema to record; `fill`: what the rows there before got in the added columns (core/added_fill.py).
-    Raises SchemaChangeHalted."""
+    schema to record; `fill`: what the rows there before got in the added columns (core/added_fill.py), given
+    the definitions the task had. Raises SchemaChangeHalted."""
     where = f"{change.table} at {change.position}"
     if change.kind is _K.HARMLESS or (change.kind is _K.TABLE_ONLY and policy == "ignore"):
         log.info("DDL on %s leaves the captured columns as they are, continuing: %s", where, change.statement)
@@ -90,7 +91,7 @@ def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: 
     _check_target_holds(change, policy, sink, schema, [now[n] for n in touched])
     added = [c for c in current.columns if c.name not in captured and c.name in adds]
     if added:
-        filled = fill(change, [c.name for c in added])
+        filled = fill(change, [c.name for c in added], schema)
         if filled.unknown:
             raise SchemaChangeHalted(
                 change, policy, f"{REPLAN_HINT} (it reads the table's rows again), or set "
@@ -103,8 +104,18 @@ def settle(change: SchemaChange, schema: TableSchema | None, policy: str, sink: 
             f", added {[c.name for c in added]}" if added else "",
             f", leaving out the added {list(left_out)} (not captured until a re-plan)" if left_out else "",
             change.statement)
-    return TableSchema(schema.table, tuple(now[c.name] if c.name in touched else c for c in schema.columns)
-                       + tuple(added), schema.primary_key, schema.excluded + left_out)
+    followed = TableSchema(schema.table, tuple(now[c.name] if c.name in touched else c for c in schema.columns)
+                           + tuple(added), schema.primary_key, schema.excluded + left_out)
+    return replace(followed, storage=current.storage if _as_read(followed, current) else schema.storage)
+
+
+def _as_read(followed: TableSchema, current: TableSchema) -> bool:
+    """Are the definitions followed the catalog's now? If not, a later DDL is in the catalog already, and the
+    storage now may be a rewrite's after it: the one read with the definitions before is kept (it was read before
+    any change the task has not followed, so a rewrite since still shows)."""
+    def shape(schema: TableSchema) -> dict[str, str]:
+        return {c.name: c.native for c in schema.columns if c.name not in followed.excluded}
+    return shape(followed) == shape(current)
 
 
 # What the new name in source.tables does (a re-plan would look for the old name, which is gone).

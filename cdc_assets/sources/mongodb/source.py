@@ -76,7 +76,7 @@ class MongoSource:
                               f"add it: source.collections: {{{table}: {{}}}} (the whole document) or with fields")
         return self.specs[table]
 
-    def added_fill(self, change: SchemaChange, names: list[str]) -> AddedFill:
+    def added_fill(self, change: SchemaChange, names: list[str], before: TableSchema) -> AddedFill:
         return AddedFill()  # a collection declares no defaults
 
     def describe(self, table: TableId, split_column: str | None = None) -> TableSchema:

@@ -70,7 +70,7 @@ class MysqlSource(SqlSource):
             raise
         return bool(row and (row.get("Source_Host") or row.get("Master_Host"))), ""
 
-    def added_fill(self, change: SchemaChange, names: list[str]) -> AddedFill:
+    def added_fill(self, change: SchemaChange, names: list[str], before: TableSchema) -> AddedFill:
         with self.conn.cursor() as cur:  # the server's setting now: the session's at the ADD is not in the binlog
             cur.execute("SELECT @@GLOBAL.explicit_defaults_for_timestamp")
             explicit = bool(int(cur.fetchone()[0]))

@@ -1,9 +1,12 @@
 """What PostgreSQL gave the rows there before an ADD COLUMN (core/added_fill.py). The WAL has no DDL, but the
 catalog keeps it: an ADD with a non-volatile default stores the value those rows got in `attmissingval`, whatever
 the column's default became later. Without it (no default, a volatile one that rewrote the table with a value per
-row, or a rewrite since) a column that has no default now got NULL; one that has a default now cannot be told
-apart from those cases. A partitioned table keeps no value of its own (it has no rows): each partition there at
-the ADD keeps it."""
+row, or a rewrite since) a column that has no default now got NULL, unless the table was rewritten since the task
+last read its definitions: a rewrite (ALTER TYPE, VACUUM FULL, CLUSTER) writes the value into every row and clears
+`attmissingval`, so an ADD DEFAULT 7 whose default was dropped before the rewrite looks like an ADD without one.
+The task keeps the table's storage (each leaf's relfilenode, which a rewrite changes) with its definitions, and
+stops where it changed or is unknown. One that has a default now cannot be told apart from those cases either. A
+partitioned table keeps no value of its own (it has no rows): each partition there at the ADD keeps it."""
 from __future__ import annotations
 
 import re
@@ -19,13 +22,26 @@ LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 WHERE (a.attrelid = %s::regclass OR a.attrelid IN (SELECT relid FROM pg_partition_tree(%s::regclass)))
   AND a.attname = ANY(%s)
   AND NOT a.attisdropped"""
+_STORAGE_SQL = """
+SELECT string_agg(c.oid || ':' || c.relfilenode, ',' ORDER BY c.oid) FROM pg_class c
+WHERE (c.oid = %s::regclass AND c.relkind <> 'p')
+   OR c.oid IN (SELECT relid FROM pg_partition_tree(%s::regclass) WHERE isleaf)"""
 _ESCAPED = re.compile(r"\\(.)", re.S)
 
 
-def added_fill(conn, regclass: str, names: list[str]) -> AddedFill:
+def storage(conn, regclass: str) -> str | None:
+    """The table's storage as `oid:relfilenode` of each leaf (a table that is not partitioned is its own leaf)."""
+    with conn.cursor() as cur:
+        cur.execute(_STORAGE_SQL, (regclass, regclass))
+        return cur.fetchone()[0]
+
+
+def added_fill(conn, regclass: str, names: list[str], before: str | None) -> AddedFill:
+    """`before`: the table's storage when the task last read its definitions (None: unknown)."""
     with conn.cursor() as cur:
         cur.execute(_FILL_SQL, (regclass, regclass, regclass, list(names)))
         rows = cur.fetchall()
+    rewritten = before is None or before != storage(conn, regclass)
     fill = AddedFill()
     for name in dict.fromkeys(r[0] for r in rows):
         mine = [r for r in rows if r[0] == name]
@@ -43,6 +59,10 @@ def added_fill(conn, regclass: str, names: list[str]) -> AddedFill:
         elif default is not None:
             fill.unknown[name] = (f"its default {default} was volatile (a value per row), set after the ADD, or the "
                                   "table was rewritten since: the catalog no longer says which")
+        elif rewritten:
+            fill.unknown[name] = ("the table was rewritten (ALTER TYPE, VACUUM FULL, CLUSTER) since the task last "
+                                  "read its definitions, or the task cannot tell: a rewrite writes the value the "
+                                  "rows got at the ADD into them and clears it from the catalog")
     return fill
 
 

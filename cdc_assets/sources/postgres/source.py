@@ -3,6 +3,7 @@ select expressions and COPY lines, and a PostgreSQL target's export as one `COPY
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from cdc_assets.core.added_fill import AddedFill
 from cdc_assets.core.boundary import CopyOutExport, KeyStats, RowExport, RowFormat, TargetFormat, Transport
@@ -19,7 +20,7 @@ from cdc_assets.sources.base import SqlSource, resolve_key
 from cdc_assets.sources.split_planning import KeyProbes
 from cdc_assets.sources.split_read import SplitRead, changed_versions
 from cdc_assets.sources.postgres import types
-from cdc_assets.sources.postgres.added_fill import added_fill
+from cdc_assets.sources.postgres.added_fill import added_fill, storage
 
 # Generated columns are not captured: pgoutput leaves them out of every row image (up to PostgreSQL 17), so the log
 # could never keep them right. A target may declare them itself (docs/connectors/postgres.md, "Generated columns").
@@ -96,10 +97,11 @@ class PostgresSource(SqlSource):
             columns = tuple(types.column_from_catalog(*row) for row in cur.fetchall())
             cur.execute(_PK_SQL, (regclass,))
             pk = tuple(r[0] for r in cur.fetchall())
-        return resolve_key(table, columns, pk, split_column, lambda c: self._is_unique(regclass, c))
+        schema = resolve_key(table, columns, pk, split_column, lambda c: self._is_unique(regclass, c))
+        return replace(schema, storage=storage(self.conn, regclass))
 
-    def added_fill(self, change: SchemaChange, names: list[str]) -> AddedFill:
-        return added_fill(self.conn, self.table_sql(change.table), names)
+    def added_fill(self, change: SchemaChange, names: list[str], before: TableSchema) -> AddedFill:
+        return added_fill(self.conn, self.table_sql(change.table), names, before.storage)
 
     def _is_unique(self, regclass: str, column: str) -> bool:
         with self.conn.cursor() as cur:
