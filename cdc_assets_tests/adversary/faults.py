@@ -1,7 +1,8 @@
 """Faults the adversary injects into a task's processes, one registry entry per kind. A fault is drawn with its
 parameters from the seed (`draw`) and applied by running the task's CLI (`apply`), which reports what happened:
 "killed" (SIGKILL landed), "passed" (the process ended before the fault could land), "stopped" (it exited with an
-error of its own: a loud stop, with its output), "refused" (SIGTERM was not honoured with a clean exit, 143), or
+error of its own: a loud stop, with its output, also where it came while a SIGTERM let the batch finish),
+"refused" (SIGTERM was not honoured with a clean exit, 143, nor ended by such a stop), or
 "gave_up" (a loud stop the fault allows: a target went away or the source restarted; after the last two, only a stop
 whose error says what to do; the scenario goes on).
 
@@ -27,6 +28,7 @@ from cdc_assets_tests.adversary.targets import tolerates
 from cdc_assets_tests.support import cli_command
 
 TIMEOUT = 300
+CLI_ERROR = 2  # the CLI's exit status after a CdcError it printed as "error: ..."
 SAVEPOINT = "savepoint"
 RESET = "reset"
 RESTART = "restart"
@@ -127,7 +129,11 @@ class RandomKill:
         if proc.returncode == -signal.SIGTERM:  # before the CLI installed its handler (a slow start): not refused
             return "terminated", ""
         if self.signal == signal.SIGTERM:  # a clean stop is the contract: the batch finished, exit 128 + 15
-            return ("killed", "") if proc.returncode == 128 + signal.SIGTERM else ("refused", out)
+            if proc.returncode == 128 + signal.SIGTERM:
+                return "killed", ""
+            # the batch the signal let finish ended on a loud stop of the CLI's own (exit 2, "error: ..."), which
+            # is judged and has its way out applied as any stop is
+            return ("stopped", out) if proc.returncode == CLI_ERROR and "error: " in out else ("refused", out)
         return status, out
 
 

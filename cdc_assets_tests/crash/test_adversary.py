@@ -3,11 +3,14 @@ scenario's random tables, values, workload and faults must end with the target e
 checkpoint moving back. A failing seed reruns alone with `python -m cdc_assets_tests.adversary --seed N
 --scenarios 1 --direction D`."""
 import re
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
 
-from cdc_assets_tests.adversary.faults import PostgresTargetAway, TargetAway
+from cdc_assets_tests.adversary import faults
+from cdc_assets_tests.adversary.faults import Injected, PostgresTargetAway, TargetAway, Terminate
 from cdc_assets_tests.adversary.kinds import BY_NAME, KINDS
 from cdc_assets_tests.adversary.oracle import differences
 from cdc_assets_tests.adversary.runner import Servers, run
@@ -322,3 +325,30 @@ def test_a_postgres_schema_change_no_row_change_of_its_table_followed_is_not_met
     mysql = tuple((c.statement("mysql", "adv"),) for c in changes)
     assert target_names(tables, changes, mysql, "mysql", "adv")["t0"] == {
         "c_int": "c_int", "c_double_r1": "c_double_r1", "c_add2": "c_add2"}  # the binlog carries the DDL
+
+
+# A stand-in for `cdc-assets sync` that answers SIGTERM as the test asks: exit 143 (the batch finished), a loud
+# stop of its own met in that batch (exit 2), or the interpreter's default (a traceback, exit 1).
+_ON_SIGTERM = """import signal, sys, time
+def stop(*_):
+    {answer}
+signal.signal(signal.SIGTERM, stop)
+print("ready", flush=True)
+time.sleep(30)
+"""
+
+
+@pytest.mark.parametrize("answer, status", [
+    ("sys.exit(143)", "killed"),
+    ("print('error: DDL on captured table s.t at 0/1 stops the incremental phase -- a hint'); sys.exit(2)",
+     "stopped"),
+    ("raise KeyboardInterrupt", "refused"),
+])
+def test_a_sigterm_s_answer_is_judged_a_clean_exit_a_loud_stop_or_refused(monkeypatch, answer, status):
+    script = _ON_SIGTERM.format(answer=answer)
+    monkeypatch.setattr(faults, "run_cli", lambda config, env, *args: subprocess.Popen(
+        [sys.executable, "-c", script], start_new_session=True, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True))
+    got, out = Terminate().apply(Injected("sigterm", delay=1.0), None, {})
+    assert got == status, out
+    assert ("error: DDL" in out) == (status == "stopped")
