@@ -153,7 +153,7 @@ def build(seed: int, direction: str | None = None, reset: bool | None = None, aw
     if schema_changes:
         during_log, changes, schema_policy = draw_log(
             random.Random(f"schema changes {seed}"), fork, source, namespace, random.Random(f"add a table {seed}"),
-            random.Random(f"rename a table {seed}") if source == MYSQL else None)
+            random.Random(f"rename a table {seed}" if source == MYSQL else f"rename a postgres table {seed}"))
     # mysql.md: exactly-once needs an integer or decimal split column (a text key stops the plan, as documented)
     exactly_once = source == MYSQL and rng.random() < 0.5 and all(t.key_shape != "text" for t in tables)
     part_events = rng.choice((3, 10, 5000))

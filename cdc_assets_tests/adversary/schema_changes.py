@@ -10,8 +10,12 @@ runner applies the way out the error names (ways_out.py); the oracle compares th
 those the docs say the target does not get. A table the application creates (`add_table`, under any policy) is
 written from then on, and added to `source.tables` at the next quiet point, as an operator adds a table to a
 running task (docs/operations: a table joins from its own snapshot); the oracle compares it from then on. A
-table renamed on a MySQL source (`rename_table`, under any policy) stops the sync (way out: the new name in
-`source.tables` in place of the old one, and its snapshot); the oracle compares it under the new name.
+table renamed (`rename_table`: on a MySQL source under any policy, on PostgreSQL under `halt` and
+`apply_add_columns`) stops the sync (way out: the new name in `source.tables` in place of the old one, and its
+snapshot); the oracle compares it under the new name. PostgreSQL's log carries a rename only in the Relation
+message before the table's next row change, so the rename's transaction changes one row of it (to itself): a
+rename no row change follows leaves the target table under the old name, which the oracle does not model; nor
+does it model `ignore`, under which the target table keeps the old name.
 
 To add a change to the menu: a function `(rng, table, engine) -> Change | None` appended to MENU, and the
 `Change.after` and `Change.statement` cases for its kind."""
@@ -40,7 +44,8 @@ BY_NAME["varchar100"] = Kind(
 @dataclass(frozen=True)
 class Change:
     """`kind`: add | drop | rename | widen | int_to_bigint | add_table | set_default | rename_table; `column`: the
-    column it adds, drops, renames, retypes or sets the default of; `to`: the kind it adds or retypes to, the new
+    column it adds, drops, renames, retypes or sets the default of (a PostgreSQL table rename's: the key column its
+    row change sets to itself); `to`: the kind it adds or retypes to, the new
     name (of the column, or of the table), or the new default (none: DROP DEFAULT); `created`: the table add_table
     creates."""
     kind: str
@@ -52,6 +57,10 @@ class Change:
     def statements(self, engine: str, namespace: str) -> list[str]:
         """The change's transaction: its statement, and after a CREATE TABLE the DDL that goes with it (its types
         exist already: the table's kinds are those of a table of the scenario)."""
+        if self.kind == "rename_table" and engine == POSTGRES:  # a row change, so that the log meets it (above)
+            new, key = f"{q(engine, namespace)}.{q(engine, self.to)}", q(engine, self.column)
+            return [self.statement(engine, namespace),
+                    f"UPDATE {new} SET {key} = {key} WHERE ctid = (SELECT ctid FROM {new} LIMIT 1)"]
         if self.kind != "add_table":
             return [self.statement(engine, namespace)]
         ddl = self.created.ddl(engine, namespace)
@@ -63,6 +72,8 @@ class Change:
         table = f"ALTER TABLE {q(engine, namespace)}.{q(engine, self.table)}"
         if self.kind == "rename_table":  # MySQL's two ways to say it, by a coin of the change's own
             new = f"{q(engine, namespace)}.{q(engine, self.to)}"
+            if engine == POSTGRES:
+                return f"{table} RENAME TO {q(engine, self.to)}"
             return f"{table} RENAME TO {new}" if _coin(f"{self.table}.alter_rename") else \
                 f"RENAME TABLE {q(engine, namespace)}.{q(engine, self.table)} TO {new}"
         column = q(engine, self.column)
@@ -152,7 +163,7 @@ def _retype(old: str, new: str, kind: str):
 MENU = [_add, _drop, _rename, _retype("varchar", "varchar100", "widen"), _retype("int", "bigint", "int_to_bigint")]
 WEIGHTS = [3, 1, 1, 2, 2]
 ADD_TABLE_SHARE = 0.3  # of the scenarios with schema changes, drawn from a stream of its own (see draw_log)
-RENAME_TABLE_SHARE = 0.25  # of those from a MySQL source, likewise
+RENAME_TABLE_SHARE = 0.25  # likewise (on PostgreSQL, of plain tables, and not under `ignore`)
 
 
 def draw_log(rng: random.Random, work, source: str, namespace: str, adder: random.Random | None = None,
@@ -160,8 +171,8 @@ def draw_log(rng: random.Random, work, source: str, namespace: str, adder: rando
     """The log phase's transactions as `work` draws them (the same as without schema changes up to the first),
     with 1-3 changes run between them, each as a transaction of its own; and the policy. `adder`: the stream that
     draws whether a table is created too, and before which transaction (a scenario without one keeps its draws);
-    `renamer`: likewise, whether one of the scenario's tables is renamed (MySQL sources: its documented stop and
-    way out, ways_out.py)."""
+    `renamer`: likewise, whether one of the scenario's tables is renamed (its documented stop and way out,
+    ways_out.py)."""
     policy = rng.choice(POLICIES)
     count = work.rng.randint(20, 80)
     at = set(rng.sample(range(2, count), k=rng.randint(1, 3)))
@@ -175,9 +186,12 @@ def draw_log(rng: random.Random, work, source: str, namespace: str, adder: rando
             drawn.append(later)
         if i == add_at:
             drawn.append(_add_table(adder, adder.choice(work.tables), source, len(changes) + len(drawn) + 1))
-        if i == rename_at:
-            table = renamer.choice([t for t in work.tables if t.name in original])
-            drawn.append(Change("rename_table", table.name, "", f"{table.name}_rn{len(changes) + len(drawn) + 1}"))
+        renamable = [t for t in work.tables if t.name in original and (source == MYSQL or (
+            not t.partitions and policy != "ignore"))]  # a leaf partition keeps its name: written under it
+        if i == rename_at and renamable:
+            table = renamer.choice(renamable)
+            drawn.append(Change("rename_table", table.name, "" if source == MYSQL else table.key_columns[0],
+                                f"{table.name}_rn{len(changes) + len(drawn) + 1}"))
         for change in drawn:
             if change is not None:
                 if change.created is not None:
@@ -247,7 +261,7 @@ def target_names(tables: tuple[Table, ...], changes: tuple[Change, ...], written
         if change.created is not None:
             names[change.table] = {c: c for c, _ in change.created.columns}
             continue
-        if change.kind == "rename_table":  # a MySQL source: the target table of the new name comes from a snapshot
+        if change.kind == "rename_table":  # met (on PostgreSQL, by its row change): the new name's from a snapshot
             names[change.to] = names.pop(change.table)
             continue
         met = source != POSTGRES or any(change.table in rows for rows in changed[at + 1:])
