@@ -27,6 +27,7 @@ PROFILES = {
     "restart": ["--restart"],
     "target-away-pg": ["--target-away-pg"],
     "reset": ["--reset"],
+    "replan": ["--replan"],
     "schema-changes+verify": ["--schema-changes", "--verify"],
     "mysql-three": ["--direction", "mysql-three"],
     "postgres-three": ["--direction", "postgres-three"],

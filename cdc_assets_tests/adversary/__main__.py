@@ -1,5 +1,5 @@
 """`python -m cdc_assets_tests.adversary --seed N --scenarios K [--direction D] [--reset] [--target-away-pg]
-[--restart] [--schema-changes] [--shrink]`: runs the scenarios
+[--restart] [--replan] [--schema-changes] [--shrink]`: runs the scenarios
 of seeds N..N+K-1 on private servers started in a temp dir (stopped at the end), prints each outcome and a
 summary; a failing seed is printed with the command that reruns it. Exit status 1 when any scenario failed."""
 from __future__ import annotations
@@ -61,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
                         "(its database closed to connections and opened again; default: never)")
     p.add_argument("--restart", action="store_true",
                    help="give every scenario a source restart while a sync runs (default: never)")
+    p.add_argument("--replan", action="store_true",
+                   help="give every scenario an operator's plan --replan and snapshot while the application writes "
+                        "(default: never)")
     p.add_argument("--schema-changes", action="store_true",
                    help="give every scenario 1-3 schema changes in its log phase, under a "
                         "schema_change_policy drawn from the seed (default: none)")
@@ -74,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the private servers are stopped
     seeds = range(args.seed, args.seed + args.scenarios)
     scenarios = [build(s, d, reset=args.reset or None, away_pg=args.target_away_pg, restart=args.restart,
-                       schema_changes=args.schema_changes, verify=args.verify or None) for s in seeds for d in (args.direction or [None])]
+                       schema_changes=args.schema_changes, verify=args.verify or None, replan=args.replan)
+                 for s in seeds for d in (args.direction or [None])]
     if args.describe or args.script:
         print("\n".join(s.script() if args.script else s.describe() for s in scenarios))
         return 0
@@ -107,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def rerun_flags(scenario) -> str:
     """The flags that gave the scenario a fault its seed alone does not draw."""
-    flags = {"target_away_pg": " --target-away-pg", "restart": " --restart"}
+    flags = {"target_away_pg": " --target-away-pg", "restart": " --restart", "replan": " --replan"}
     return "".join(flags[f.kind] for f in scenario.faults if f.kind in flags) + \
         (" --schema-changes" if scenario.changes else "") + (" --verify" if scenario.verify else "")
 

@@ -32,6 +32,7 @@ CLI_ERROR = 2  # the CLI's exit status after a CdcError it printed as "error: ..
 SAVEPOINT = "savepoint"
 RESET = "reset"
 RESTART = "restart"
+REPLAN = "replan"
 AWAY = ("target_away", "target_away_pg", RESTART)  # a server or database gone and back while a sync runs
 
 
@@ -316,9 +317,24 @@ class Reset:
         return ("reset", "--to", "position", json.dumps(position))
 
 
+class Replan:
+    """An operator's `plan --replan`, then `snapshot`, `delay` seconds into a segment while the application writes
+    and no sync runs: every table planned and read again, the checkpoint discarded by design (the checkpoint watch
+    excuses it), the sync after it joins each table from its new snapshot. Drawn only with `--replan`
+    (scenario.py); applied by the runner, which holds what a re-plan changes for the oracle (ways_out.py)."""
+    name, phase, weight = REPLAN, "log", 0
+
+    def applies(self, scenario) -> bool:
+        return True
+
+    def draw(self, rng: random.Random, scenario) -> Injected:
+        return Injected(self.name, delay=rng.uniform(0.5, 4.0))
+
+
 def savepoint_name(fault: Injected) -> str:
     return f"adv_{fault.point}_{fault.nth}"
 
 
 FAULTS = [CrashPoint(), SnapshotCrashPoint(), RandomKill(), Terminate()]
-BY_NAME = {f.name: f for f in [*FAULTS, Savepoint(), TargetAway(), PostgresTargetAway(), SourceRestart(), Reset()]}
+BY_NAME = {f.name: f for f in [*FAULTS, Savepoint(), TargetAway(), PostgresTargetAway(), SourceRestart(), Reset(),
+                                Replan()]}

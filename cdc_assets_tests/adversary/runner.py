@@ -15,8 +15,8 @@ from cdc_assets.engine.planning import ensure_plans
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.snapshot import snapshot_splits
 from cdc_assets_tests.adversary.application import LEDGER, Source, Writer, ledger_ddl, q
-from cdc_assets_tests.adversary.faults import (AWAY, BY_NAME as FAULTS, RESET, RESTART, SAVEPOINT, outcome, run_cli,
-                                               savepoint_name)
+from cdc_assets_tests.adversary.faults import (AWAY, BY_NAME as FAULTS, REPLAN, RESET, RESTART, SAVEPOINT, outcome,
+                                               run_cli, savepoint_name)
 from cdc_assets_tests.adversary.kinds import MYSQL, POSTGRES
 from cdc_assets_tests.adversary.oracle import CheckpointWatch, checkpoints, differences, texts
 from cdc_assets_tests.adversary.rewind import reset_at_quiet_point
@@ -341,6 +341,11 @@ def _restarts(scenario: Scenario) -> bool:
 
 
 def _apply(fault, path: Path, env: dict, result: Outcome, servers: Servers) -> bool:
+    if fault.kind == REPLAN:
+        time.sleep(fault.delay)
+        wrong = result.ways_out.replan()
+        result.faults.append(f"{fault.describe()} {'stopped' if wrong else 'applied'}")
+        return _step(fault.describe(), ("stopped", wrong) if wrong else ("passed", ""), result)
     kind = FAULTS[fault.kind]
     status, out = kind.apply(fault, path, env, servers) if fault.kind in AWAY else kind.apply(fault, path, env)
     left = " (the others went on without it)" if fault.kind in AWAY and OUT_OF_SESSION.search(out) else ""

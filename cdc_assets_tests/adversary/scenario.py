@@ -7,8 +7,8 @@ import random
 import re
 from dataclasses import dataclass, field, replace
 
-from cdc_assets_tests.adversary.faults import (AWAY, FAULTS, RESET, SAVEPOINT, Injected, PostgresTargetAway, Reset,
-                                              Savepoint, SourceRestart, TargetAway)
+from cdc_assets_tests.adversary.faults import (AWAY, FAULTS, RESET, SAVEPOINT, Injected, PostgresTargetAway, Replan,
+                                              Reset, Savepoint, SourceRestart, TargetAway)
 from cdc_assets_tests.adversary.kinds import MYSQL, POSTGRES
 from cdc_assets_tests.adversary.schema import Table, random_table, with_late_kinds
 from cdc_assets_tests.adversary.schema_changes import Change, draw_log, left_out, tables_after, target_names
@@ -126,12 +126,14 @@ class Scenario:
 
 
 def build(seed: int, direction: str | None = None, reset: bool | None = None, away_pg: bool = False,
-          restart: bool = False, schema_changes: bool = False, verify: bool | None = None) -> Scenario:
+          restart: bool = False, schema_changes: bool = False, verify: bool | None = None,
+          replan: bool = False) -> Scenario:
     """The scenario of `seed`; `direction` fixed, or drawn from the seed (one of the four single-target ones);
     `reset`: a reset fault always (True), never (False), or when the seed draws one (None); `away_pg`: a PostgreSQL
     target away where one applies, `restart`: a source restart, each only when asked (its timing from a stream of
     its own), so that every seed keeps the scenario it had before them; `schema_changes`: schema changes in the log
-    phase (the scenario then has no savepoint nor reset, which a re-plan would void);
+    phase (the scenario then has no savepoint nor reset, which a re-plan would void); `replan`: an operator's
+    re-plan while the application writes (likewise no savepoint nor reset; only when asked, as `restart`);
     `verify`: the task's verification at the end always (True), never (False), or when the seed draws it (None)."""
     rng = random.Random(seed)
     drawn = rng.choice(sorted(DIRECTIONS))
@@ -177,8 +179,9 @@ def build(seed: int, direction: str | None = None, reset: bool | None = None, aw
         away.append(PostgresTargetAway().draw(random.Random(f"target away pg {seed}"), probe))
     if restart:
         away.append(SourceRestart().draw(random.Random(f"restart {seed}"), probe))
-    if changes:
+    replans = [Replan().draw(random.Random(f"replan {seed}"), probe)] if replan else []
+    if changes or replan:
         savepoint, resets = [], []
     drawn_verify = random.Random(f"verify {seed}").random() < VERIFY_SHARE
     return replace(probe, verify=drawn_verify if verify is None else verify, faults=tuple(snapshot_faults + [f for f in faults if f.kind != "snapshot_crash_point"] +
-                                       away + savepoint + resets))
+                                       away + replans + savepoint + resets))

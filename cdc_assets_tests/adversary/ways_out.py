@@ -58,7 +58,7 @@ class WaysOut:
         if move is not None and WHOLE_ROWS in out and move.group(1) in ours:
             if not self.cause("replica_identity_full", move.group(1)):
                 return "replica_identity_full", self._false(move.group(1))
-            return "replica_identity_full", self._whole_rows(move.group(1)) or self._replan()
+            return "replica_identity_full", self._whole_rows(move.group(1)) or self.replan()
         missing = MISSING.search(out)
         if missing is not None and (new := self._renamed_to(missing.group(1))):
             return "rename_table", self._renamed(new, missing.group(1))
@@ -84,7 +84,7 @@ class WaysOut:
         if alters is not None:
             return "alter_target", self._alter_targets(alters.group(1).split("; "))
         if "cdc-assets plan --replan" in out:
-            return "replan", self._replan()
+            return "replan", self.replan()
         return "", ""
 
     def cause(self, way: str, qualified: str) -> bool:
@@ -166,7 +166,8 @@ class WaysOut:
             conn.close()
         return ""
 
-    def _replan(self) -> str:
+    def replan(self) -> str:
+        """`plan --replan` and `snapshot` (a way out, or the operator's own re-plan); what went wrong, or ""."""
         with self.watch.rewinding():  # a re-plan discards the checkpoint by design
             for args in (("plan", "--replan"), ("snapshot",)):
                 status, out = outcome(run_cli(self.path, self.env, *args))

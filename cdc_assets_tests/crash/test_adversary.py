@@ -112,6 +112,22 @@ def test_seeded_scenario_with_a_server_away_ends_equal(tmp_path, servers, mariad
     assert away and all(" gave_up" not in f for f in away), outcome.faults  # the sync retried, as documented
 
 
+# An operator's `plan --replan` and `snapshot` while the application writes (`--replan`): every table read again,
+# the checkpoint discarded, the sync joining each table from its new snapshot.
+REPLAN_SEEDS = [
+    (1, "mysql-postgres"),  # the re-plan in the first segment, after a kill in the snapshot
+    (2, "postgres-mysql"),
+]
+
+
+@pytest.mark.parametrize("seed, direction", REPLAN_SEEDS)
+def test_seeded_operator_replan_ends_equal(tmp_path, servers, mariadb_target, spark, seed, direction):
+    scenario = build(seed, direction, replan=True)
+    outcome = run(scenario, Servers(servers.mariadb, servers.postgres, mariadb_target, spark, tmp_path))
+    assert outcome.status == "pass", f"{scenario.describe()}\n{outcome.line()}"
+    assert any(f.startswith("replan(") and f.endswith(" applied") for f in outcome.faults), outcome.faults
+
+
 @pytest.mark.parametrize("seed, direction, ways", SCHEMA_SEEDS)
 def test_seeded_schema_changes_end_with_the_target_equal_in_the_columns_the_docs_promise(tmp_path, servers,
                                                                                         mariadb_target, spark, seed,
@@ -176,6 +192,11 @@ def test_the_new_faults_come_only_when_asked_and_leave_the_rest_of_the_scenario_
     assert not PostgresTargetAway().applies(replace(scenario, commit_policy="quorum(2)"))
     (_, first), (_, second) = build(3, "mysql-three", away_pg=True).segments()
     assert "target_away_pg" in {f.kind for f in first + second}
+    for seed in range(1, 6):  # an operator's re-plan: only when asked, voiding the seed's savepoint and reset only
+        plain, replanned = build(seed, "mysql-mysql"), build(seed, "mysql-mysql", replan=True)
+        assert [f for f in replanned.faults if f.kind != "replan"] == [
+            f for f in plain.faults if f.kind not in ("savepoint", "reset")]
+        assert [f.kind for f in replanned.faults].count("replan") == 1 and replanned.tables == plain.tables
 
 
 def test_a_reset_replays_or_moves_nothing_and_goes_back_only_in_the_second_segment():
