@@ -1,12 +1,14 @@
 """The rule engine/schema_changes.py applies to a schema change, per policy (the sink's catalog as given)."""
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
 
+from cdc_assets.core.added_fill import AddedFill
 from cdc_assets.core.events import SchemaChange, SchemaChangeKind as K
 from cdc_assets.core.fits import capacity
 from cdc_assets.core.positions import MysqlPosition
-from cdc_assets.core.tables import Column, Kind, TableId, TableSchema
+from cdc_assets.core.tables import Column, Kind, TableId, TableSchema, schema_from_json, schema_to_json
 from cdc_assets.engine.schema_changes import SchemaChangeHalted, settle
 
 T = TableId("shop", "t")
@@ -64,3 +66,24 @@ def test_a_table_only_change_goes_on_under_ignore_alone():
     assert decide(K.TABLE_ONLY, "ignore")[0] is GO
     assert decide(K.TABLE_ONLY, "halt")[0] == STOP
     assert decide(K.TABLE_ONLY, "apply_add_columns")[0] == STOP
+
+
+def test_the_storage_recorded_with_a_followed_change_is_the_one_read_before_any_change_not_followed():
+    """A follow records the storage read now only where the catalog shows the definitions followed: where it holds
+    a later change too, the storage now may be a rewrite's after it, so the one read with the definitions before is
+    kept (sources/postgres/added_fill.py tells a rewrite since by it)."""
+    before = replace(SCHEMA, storage="1:1")
+    fills: list = []
+
+    def follow(now: TableSchema, added=("w",)) -> TableSchema:
+        change = SchemaChange(T, "DDL", MysqlPosition("b.000001", 4), K.ADDED_COLUMNS, tuple(added), ())
+        return settle(change, before, "apply_add_columns", sink(10, []), lambda table: now,
+                      lambda change, names, had: fills.append(had.storage) or AddedFill())
+
+    as_read = follow(TableSchema(T, (ID, V10, W), ("id",), storage="1:2"))
+    assert [c.name for c in as_read.columns] == ["id", "v", "w"] and as_read.storage == "1:2"
+    assert follow(replace(NOW, storage="1:3")).storage == "1:1"  # v retyped later: the catalog is ahead
+    assert fills == ["1:1", "1:1"]  # the fill is told the storage the task had
+    assert as_read == replace(as_read, storage=None)  # not part of the definitions
+    assert schema_from_json(schema_to_json(as_read)).storage == "1:2"
+    assert schema_from_json(schema_to_json(SCHEMA)).storage is None
