@@ -92,7 +92,8 @@ class TableSchema:
     primary_key: tuple[str, ...]  # or the configured split column for tables without one
     excluded: tuple[str, ...] = ()  # source columns left out by source.exclude_columns: never read nor written
     # Where the source stores the rows, read when the catalog showed these definitions and no later change
-    # (PostgreSQL: each leaf's relfilenode, which a rewrite changes); None where the source has no such name.
+    # (PostgreSQL: each leaf's `oid:relfilenode`: the oid finds the table's relations in the log under any name,
+    # the relfilenode changes with a rewrite); None where the source has no such name.
     # Not part of the definitions: two reads of one definition compare equal.
     storage: str | None = field(default=None, compare=False)
 

@@ -4,7 +4,7 @@ TRUNCATE, invalidated slots, missing publications, slot names, and partitions.""
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 from decimal import Decimal
 
@@ -14,7 +14,7 @@ from cdc_assets.core.events import Idle, Op, SchemaChange, SchemaChangeKind, Tra
 from cdc_assets.core.positions import PgPosition
 from cdc_assets.core.tables import TableId
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.errors import PositionLost
+from cdc_assets.errors import PositionLost, TableError
 from cdc_assets.sources.postgres.reader import PgLogReader
 from cdc_assets.sources.postgres.slot import (drop_publication, drop_slot, ensure_publication, ensure_slot,
                                               publication_name, slot_name, slot_state)
@@ -268,3 +268,34 @@ def test_changes_published_under_a_leaf_count_as_its_partitioned_table(db):
 
     assert [(c.table, c.op, c.key) for c in tx.changes] == [
         (db.table("p"), Op.INSERT, (1,)), (db.table("p"), Op.INSERT, (11,)), (db.table("p"), Op.UPDATE, (11,))]
+
+
+def test_a_relation_is_the_captured_table_it_was_when_recorded_whatever_its_name_now(db):
+    """Two captured tables of one shape swap names while no read runs: the read began by resolving the names as
+    they are then, so b's rows, sent under the name a, went to a, and no change of definitions showed, under every
+    policy. The relation ids recorded with the definitions tell them apart."""
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY, v INT)", "CREATE TABLE b (id INT PRIMARY KEY, v INT)")
+    start = db.capture("a", "b")
+    reader = db.reader("a", "b")  # the definitions as the task recorded them
+    db.execute("ALTER TABLE a RENAME TO swap", "ALTER TABLE b RENAME TO a", "ALTER TABLE swap RENAME TO b")
+    stop = db.commit("INSERT INTO a VALUES (1, 1)")
+
+    items = [i for i in reader.read(start, stop_at=stop) if not isinstance(i, Idle)]
+
+    assert [i.table for i in items if isinstance(i, SchemaChange)] == [db.table("b")]
+    assert items[0].renamed_to == db.table("a")
+    assert [(c.table, c.key) for tx in transactions(items) for c in tx.changes] == [(db.table("b"), (1,))]
+
+
+def test_a_relation_no_record_tells_the_table_of_stops_when_several_captured_tables_lack_their_name(db):
+    """Definitions recorded without relation ids, two captured tables renamed: which one a relation is cannot be
+    told, and a guess sent one table's rows to the other's target table."""
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY, v INT)", "CREATE TABLE b (id INT PRIMARY KEY, v INT)")
+    start = db.capture("a", "b")
+    reader = db.reader("a", "b")
+    reader.schemas = {t: replace(s, storage=None) for t, s in reader.schemas.items()}
+    db.execute("ALTER TABLE a RENAME TO a2", "ALTER TABLE b RENAME TO b2")
+    stop = db.commit("INSERT INTO b2 VALUES (1, 1)")
+
+    with pytest.raises(TableError, match=r"table public\.b2, which is one of the captured tables public\.a, public\.b"):
+        list(reader.read(start, stop_at=stop))

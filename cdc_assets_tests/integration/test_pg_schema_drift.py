@@ -164,3 +164,39 @@ def test_a_renamed_column_no_row_change_followed_stays_under_its_old_name_until_
             drop_slot(src, slot_name(unique_name))
         assert fetch_rows(tgt, "s.t", "id") == [(1, 1, 1.5)]
     tgt.close()
+
+
+@pytest.mark.parametrize("policy", ["ignore", "halt"])
+def test_tables_renamed_while_no_run_read_the_log_are_told_apart_by_their_relation(servers, unique_name, tmp_path,
+                                                                                    policy):
+    """A run that starts after captured tables were renamed finds none of them by name. Their relations were taken
+    for the first such table of the config: b's rows went into the target's a without a stop under `ignore`, and
+    the stop under `halt` named a as the table renamed to b2."""
+    seed = ["CREATE SCHEMA s", "CREATE TABLE s.a (id INT PRIMARY KEY, v INT)",
+            "CREATE TABLE s.b (id INT PRIMARY KEY, v INT)"]
+    tgt = postgres_target(servers, f"{unique_name}_tgt")
+    with source_database(servers, "postgres", unique_name, seed) as src:
+        config = config_for(tmp_path, servers, task_id=unique_name, source="postgres", source_db=unique_name,
+                            tables=["s.a", "s.b"], target="postgres", target_db=f"{unique_name}_tgt",
+                            pipeline={"startup_mode": "latest", "schema_change_policy": policy})
+        first = TaskRuntime(config)
+        try:
+            for table in config.source.table_ids:
+                first.sink.ensure_table(first.source.describe(table))
+            sync(first, until_caught_up=True)
+        finally:
+            first.close()
+        execute(src, "ALTER TABLE s.a RENAME TO a2", "ALTER TABLE s.b RENAME TO b2", "INSERT INTO s.b2 VALUES (2, 2)")
+        rt = TaskRuntime(config)
+        try:
+            if policy == "halt":
+                with pytest.raises(SchemaChangeHalted, match=r"put s\.b2 in source\.tables in place of s\.b "):
+                    sync(rt, until_caught_up=True)
+            else:
+                sync(rt, until_caught_up=True)
+        finally:
+            rt.close()
+            drop_slot(src, slot_name(unique_name))
+        if policy == "ignore":
+            assert (fetch_rows(tgt, "s.a", "id"), fetch_rows(tgt, "s.b", "id")) == ([], [(2, 2)])
+    tgt.close()

@@ -165,18 +165,10 @@ class Assembler:
         return []
 
     def _table_of(self, message: pgoutput.Relation) -> TableId:
-        """The captured table a relation is, by name or, once renamed, by relation id (a rename before the read
-        began leaves a captured table without a relation: the task's publication holds only captured tables)."""
-        named = TableId(message.namespace, message.name)
-        named = self.owners.get(named, named)
         known = self.relations.get(message.relation_id)
-        if named in self.schemas:
-            return named
-        if known is not None and known.table in self.schemas:
-            return known.table
-        if message.relation_id in self.catalog.relations:
-            return self.catalog.relations[message.relation_id]
-        return self.catalog.missing[0] if self.catalog.missing else named
+        named = TableId(message.namespace, message.name)
+        return self.catalog.table_of(message.relation_id, self.owners.get(named, named),
+                                     known.table if known is not None else None, self.boundary)
 
     def _check(self, relation_id: int, relation: _Relation) -> list[SchemaChange]:
         """Compare a relation's definition with the one its table was read with, on the first change read with

@@ -82,7 +82,7 @@ class PgLogReader:
         replication = ReplicationConnection(self.url, self.slot, self.publication)
         catalog = None
         try:
-            catalog = Catalog(self.url, list(self.schemas))
+            catalog = Catalog(self.url, self.schemas)
             replication.start(start)
             self._replication = replication
             yield from self._stream(replication, start, stop_at, catalog, part_events, owners)
