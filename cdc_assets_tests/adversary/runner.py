@@ -7,7 +7,7 @@ import os
 import re
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cdc_assets.config import load_config
@@ -298,14 +298,16 @@ def _after_rollback(scenario: Scenario, servers: Servers, ns: str, src, path: Pa
     return result.status == "pass"
 
 
-def _target_texts(scenario: Scenario, servers: Servers, ns: str, tables=None, names=None) -> dict:
+def _target_texts(scenario: Scenario, servers: Servers, ns: str, tables=None, names=None, renamed=None) -> dict:
     """Each target's tables' rows: {target name: {table name: rows}}; `names`: per table, the name a column has
-    on the target (WaysOut.on_the_target)."""
-    out = {}
+    on the target (WaysOut.on_the_target); `renamed`: the target table of a source table, where its name differs
+    (WaysOut.target_tables)."""
+    out, renamed = {}, renamed or {}
     for target in scenario.targets:
         tgt = target.connect(servers, ns)
         try:
-            out[target.name] = {t.name: texts(tgt, target.engine, ns, t, (names or {}).get(t.name))
+            out[target.name] = {t.name: texts(tgt, target.engine, ns, replace(t, name=renamed.get(t.name, t.name)),
+                                              (names or {}).get(t.name))
                                 for t in tables or scenario.tables}
         finally:
             tgt.close()
@@ -390,13 +392,14 @@ def _oracle(scenario: Scenario, servers: Servers, ns: str, src, result: Outcome,
             number: int = 2) -> None:
     """Every target equal to the source, row by row, in the columns the source has at quiet point `number` less
     those the docs say the target does not get (yet), each under the name the target has it by."""
-    compared, names = scenario.tables_at(number), {}
+    compared, names, renamed = scenario.tables_at(number), {}, {}
     if result.ways_out:
         compared, names, lacking = result.ways_out.on_the_target(compared, scenario.target_names_at(number))
+        renamed = result.ways_out.target_tables()
         result.status = "divergence" if lacking else result.status
         result.details += [f"{where}, {line}" for line in lacking]
     source = {t.name: texts(src, scenario.source, ns, t) for t in compared}
-    for target, tables in _target_texts(scenario, servers, ns, compared, names).items():
+    for target, tables in _target_texts(scenario, servers, ns, compared, names, renamed).items():
         for table in compared:
             diff = differences(source[table.name], tables[table.name])
             if diff:

@@ -10,12 +10,14 @@ runner applies the way out the error names (ways_out.py); the oracle compares th
 those the docs say the target does not get. A table the application creates (`add_table`, under any policy) is
 written from then on, and added to `source.tables` at the next quiet point, as an operator adds a table to a
 running task (docs/operations: a table joins from its own snapshot); the oracle compares it from then on. A
-table renamed (`rename_table`: on a MySQL source under any policy, on PostgreSQL under `halt` and
-`apply_add_columns`) stops the sync (way out: the new name in `source.tables` in place of the old one, and its
-snapshot); the oracle compares it under the new name. PostgreSQL's log carries a rename only in the Relation
-message before the table's next row change, so the rename's transaction changes one row of it (to itself): a
-rename no row change follows leaves the target table under the old name, which the oracle does not model; nor
-does it model `ignore`, under which the target table keeps the old name.
+table renamed (`rename_table`, one or two at once; on PostgreSQL, plain tables) stops the sync under `halt` and
+`apply_add_columns`, and under any policy on MySQL (way out: the new name in `source.tables` in place of the old
+one, and its snapshot); the oracle compares it under the new name. PostgreSQL's log carries a rename only in the
+Relation message before the table's next row change, so the rename's transaction changes one row of it (to
+itself): a rename no row change follows leaves the target table under the old name, which the oracle does not
+model. Under `ignore` a PostgreSQL rename goes on into the target table of the old name, which the oracle compares
+until a command that reads the table by its name (a plan, a verification) stops and its way out puts the new name
+in `source.tables` (WaysOut.target_tables).
 
 To add a change to the menu: a function `(rng, table, engine) -> Change | None` appended to MENU, and the
 `Change.after` and `Change.statement` cases for its kind."""
@@ -163,7 +165,7 @@ def _retype(old: str, new: str, kind: str):
 MENU = [_add, _drop, _rename, _retype("varchar", "varchar100", "widen"), _retype("int", "bigint", "int_to_bigint")]
 WEIGHTS = [3, 1, 1, 2, 2]
 ADD_TABLE_SHARE = 0.3  # of the scenarios with schema changes, drawn from a stream of its own (see draw_log)
-RENAME_TABLE_SHARE = 0.25  # likewise (on PostgreSQL, of plain tables, and not under `ignore`)
+RENAME_TABLE_SHARE = 0.25  # likewise (on PostgreSQL, of plain tables)
 
 
 def draw_log(rng: random.Random, work, source: str, namespace: str, adder: random.Random | None = None,
@@ -186,12 +188,14 @@ def draw_log(rng: random.Random, work, source: str, namespace: str, adder: rando
             drawn.append(later)
         if i == add_at:
             drawn.append(_add_table(adder, adder.choice(work.tables), source, len(changes) + len(drawn) + 1))
-        renamable = [t for t in work.tables if t.name in original and (source == MYSQL or (
-            not t.partitions and policy != "ignore"))]  # a leaf partition keeps its name: written under it
-        if i == rename_at and renamable:
-            table = renamer.choice(renamable)
-            drawn.append(Change("rename_table", table.name, "" if source == MYSQL else table.key_columns[0],
-                                f"{table.name}_rn{len(changes) + len(drawn) + 1}"))
+        renamable = [t for t in work.tables if t.name in original and (source == MYSQL or not t.partitions)]
+        if i == rename_at and renamable:  # a leaf partition keeps its name: written under it
+            first = renamer.choice(renamable)
+            others = [t for t in renamable if t is not first]
+            # half the time a second table at once: a run that begins after both finds neither by its old name
+            for table in [first, *([renamer.choice(others)] if others and renamer.random() < 0.5 else [])]:
+                drawn.append(Change("rename_table", table.name, "" if source == MYSQL else table.key_columns[0],
+                                    f"{table.name}_rn{len(changes) + len(drawn) + 1}"))
         for change in drawn:
             if change is not None:
                 if change.created is not None:

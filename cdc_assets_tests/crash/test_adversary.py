@@ -8,6 +8,7 @@ import sys
 from dataclasses import replace
 
 import pytest
+import yaml
 
 from cdc_assets_tests.adversary import faults
 from cdc_assets_tests.adversary.faults import Injected, PostgresTargetAway, TargetAway, Terminate
@@ -48,7 +49,7 @@ SEEDS = [
 # stop names, on the target); about 40 s. A re-plan that must widen a target column itself: integration/test_schema_change_follow.py.
 SCHEMA_SEEDS = [(2, "mysql-postgres", {"policy", "replan", "alter_target"}),
                 (2, "postgres-postgres", {"policy", "replan", "alter_target"}),
-                (404, "mysql-mysql", {"rename_table", "alter_target", "add_tables"}),
+                (404, "mysql-mysql", {"rename_table", "add_tables"}),  # two tables renamed, one at a kill
                 # an ADD COLUMN's default changed (set, dropped) before the sync met the ADD: the rows there before
                 # keep the ADD's on the target too
                 # (4: then the table renamed after a column added to it, which the sync meets first, with the table
@@ -315,11 +316,12 @@ def test_a_renamed_table_is_written_and_compared_under_its_new_name():
     assert renamed.to in {t.name for t in scenario.tables_at(2)} - {t.name for t in scenario.tables}
     assert renamed.table not in {t.name for t in scenario.tables_at(2)}
     assert renamed.to in scenario.target_names_at(2)
-    postgres = [(s, c) for s in (build(n, "postgres-postgres", schema_changes=True) for n in range(1, 20))
+    postgres = [(s, c) for s in (build(n, "postgres-postgres", schema_changes=True) for n in range(1, 32))
                 for c in s.changes if c.kind == "rename_table"]
-    assert postgres  # drawn on PostgreSQL too: plain tables, never under ignore (the oracle models neither)
+    # drawn on PostgreSQL too, plain tables only (a leaf partition keeps its name), under every policy, two at once
+    assert {s.schema_policy for s, _ in postgres} == {"halt", "apply_add_columns", "ignore"}
+    assert any(len([c for c in s.changes if c.kind == "rename_table"]) == 2 for s, _ in postgres)
     for scenario, renamed in postgres:
-        assert scenario.schema_policy != "ignore"
         assert not next(t for t in scenario.tables if t.name == renamed.table).partitions
         alter, touch = renamed.statements("postgres", scenario.namespace)
         assert alter.endswith(f'RENAME TO "{renamed.to}"') and touch.startswith(
@@ -380,3 +382,22 @@ def test_a_sigterm_s_answer_is_judged_a_clean_exit_a_loud_stop_or_refused(monkey
     got, out = Terminate().apply(Injected("sigterm", delay=1.0), None, {})
     assert got == status, out
     assert ("error: DDL" in out) == (status == "stopped")
+
+
+def test_a_postgres_table_renamed_under_ignore_is_compared_with_the_target_table_of_its_old_name(tmp_path):
+    """docs/concepts/log-phase.md rule 3: under `ignore` the renamed table goes on into the target table of its old
+    name, until its new name is put in source.tables (the way out of a command that reads it by name)."""
+    scenario = build(29, "postgres-postgres", schema_changes=True)
+    renames = {c.to: c.table for c in scenario.changes if c.kind == "rename_table"}
+    assert scenario.schema_policy == "ignore" and len(renames) == 2
+    ns = scenario.namespace
+    path = tmp_path / "task.yaml"
+    path.write_text(yaml.safe_dump({"source": {"tables": [f"{ns}.{t.name}" for t in scenario.tables]}}))
+    ways = WaysOut(scenario, None, ns, path, {})
+    assert ways.target_tables() == renames
+    new, old = next(iter(renames.items()))
+    path.write_text(yaml.safe_dump({"source": {"tables": [f"{ns}.{new if t.name == old else t.name}"
+                                                          for t in scenario.tables]}}))  # as its way out does
+    assert ways.target_tables() == {n: o for n, o in renames.items() if n != new}
+    halted = build(22, "postgres-postgres", schema_changes=True)  # renamed under halt: stops, no other name
+    assert halted.schema_policy == "halt" and WaysOut(halted, None, halted.namespace, path, {}).target_tables() == {}
