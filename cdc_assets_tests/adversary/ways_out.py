@@ -133,13 +133,19 @@ class WaysOut:
         self.seen.setdefault(name, set()).update(self._source_columns().get(name, set()))
         if not snapshot:
             return ""
-        for _ in range(len(self.scenario.changes)):
-            status, out = outcome(run_cli(self.path, self.env, "snapshot"))
-            missing = MISSING.search(out) if status == "stopped" else None
-            if missing is None or not (other := self._renamed_to(missing.group(1))):
-                break
-            self._renamed(other, missing.group(1), snapshot=False)  # a second table renamed with the first
+        status, out = self._renaming("snapshot")  # a second table renamed with the first
         return "" if status == "passed" else f"snapshot: {status}: {out.strip()[-1500:]}"
+
+    def _renaming(self, *args: str) -> tuple[str, str]:
+        """The command's outcome, after putting in source.tables the new name of each renamed table it stopped
+        naming (a table renamed since, not met in the log yet: its new name, as the stop says)."""
+        for _ in range(len(self.scenario.changes) + 1):
+            status, out = outcome(run_cli(self.path, self.env, *args))
+            missing = MISSING.search(out) if status == "stopped" else None
+            if missing is None or not (new := self._renamed_to(missing.group(1))):
+                break
+            self._renamed(new, missing.group(1), snapshot=False)
+        return status, out
 
     def _alter_targets(self, statements: list[str]) -> str:
         """The ALTERs a stop named, on every target of their engine (the stop names one target's; the others of
@@ -175,12 +181,7 @@ class WaysOut:
         """`plan --replan` and `snapshot` (a way out, or the operator's own re-plan); what went wrong, or ""."""
         with self.watch.rewinding():  # a re-plan discards the checkpoint by design
             for args in (("plan", "--replan"), ("snapshot",)):
-                status, out = outcome(run_cli(self.path, self.env, *args))
-                missing = MISSING.search(out) if status == "stopped" else None
-                if missing is not None and (new := self._renamed_to(missing.group(1))):
-                    # a table renamed since, not met in the log yet: its new name, as the stop says
-                    self._renamed(new, missing.group(1), snapshot=False)
-                    status, out = outcome(run_cli(self.path, self.env, *args))
+                status, out = self._renaming(*args)
                 if status != "passed":
                     return f"{' '.join(args)}: {status}: {out.strip()[-1500:]}"
         self.replanned += 1
