@@ -22,6 +22,7 @@ from cdc_assets.sources.base import SqlSource
 from cdc_assets.sources.mysql import capture, types
 from cdc_assets.sources.mysql.added_fill import added_fill
 from cdc_assets.sources.mysql.describe import describe_table
+from cdc_assets.sources.mysql.log_end import log_end
 from cdc_assets.sources.split_planning import KeyProbes
 
 ER_NO_PRIVILEGE = {1045, 1142, 1227}  # access denied: privilege (SUPER / SLAVE MONITOR / REPLICATION CLIENT)
@@ -123,28 +124,21 @@ class MysqlSource(SqlSource):
         return None
 
     def current_position(self) -> MysqlPosition:
-        """The log end, with the server's identity and the GTID set logged up to it.
+        """The log end, with the server's identity and the GTID set logged up to it (sources/mysql/log_end.py).
 
         MySQL: the status statement's own Executed_Gtid_Set column (5th), read in the same statement as the
         file/offset; the server reads the set first (rpl_source.cc show_master_status), so a commit racing it
-        can only make the set smaller than the offset's: a GTID resume then replays, never skips. MariaDB's
-        status has no GTID column: BINLOG_GTID_POS(file, offset) gives the set at exactly that offset."""
-        statement = self.flavour.binlog_status_sql
+        can only make the set smaller than the offset's: a GTID resume then replays, never skips. MariaDB: the
+        offset read between two equal reads of its GTID state, or BINLOG_GTID_POS at the offset."""
         with self.conn.cursor() as cur:
-            cur.execute(statement)
-            row = cur.fetchone()
-            if row is None:
-                raise SourceSetupError(f"{statement} returned nothing on {self.url} ({self.flavour})",
-                                       "enable the binlog (--log-bin)")
-            file, pos = row[0], int(row[1])
-            if self.flavour.mariadb:
-                cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (file, pos))
-                gtid = cur.fetchone()[0]
-            else:
-                gtid = row[4] if len(row) > 4 else ""
+            end = log_end(cur, self.flavour)
+            if end is None:
+                raise SourceSetupError(f"{self.flavour.binlog_status_sql} returned nothing on {self.url} "
+                                       f"({self.flavour})", "enable the binlog (--log-bin)")
+            file, pos, gtid = end
             cur.execute(self.flavour.server_identity_sql)
             server = str(cur.fetchone()[0])
-        return MysqlPosition(file, pos, (gtid or "").replace("\n", ""), server)
+        return MysqlPosition(file, pos, gtid.replace("\n", ""), server)
 
     def key_stats(self, schema: TableSchema, kind: str) -> KeyStats:
         lo, hi = self.probes.min_max(schema, kind)
