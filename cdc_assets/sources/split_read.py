@@ -27,11 +27,12 @@ class SplitRead:
 
 
 def read_range(url: DbUrl, schema: TableSchema, key_range: KeyRange, kind: str, select: list[str] | None = None,
-               versions: bool = False, rows_per_second: int = 0) -> SplitRead:
+               versions: bool = False, rows_per_second: int = 0, keys_only: bool = False) -> SplitRead:
     """`select`: every column's expression in schema order (default the key alone). With `versions`
     (PostgreSQL), each row's xmin too, by the key values as selected. `rows_per_second` (0: as fast as it
     comes): the rows are fetched from a server-side cursor at that rate, so a large split costs the source a
-    trickle instead of a burst; it is still one statement, so still one consistent view."""
+    trickle instead of a burst; it is still one statement, so still one consistent view. `keys_only`: of
+    `select`, the key columns' expressions alone (rows of the key values as `select` renders them)."""
     dialect = url.db_type
     q = lambda name: quote_ident(dialect, name)  # noqa: E731
     table = qualified(dialect, schema.table.namespace, schema.table.name)
@@ -39,6 +40,8 @@ def read_range(url: DbUrl, schema: TableSchema, key_range: KeyRange, kind: str, 
     columns = list(select or key)
     key_at = ([i for k in schema.primary_key for i, c in enumerate(schema.columns) if c.name == k] if select
               else list(range(len(key))))
+    if keys_only:
+        columns, key_at = [columns[i] for i in key_at], list(range(len(key_at)))
     where = range_predicate(q(schema.split_column.name), key_range, kind, dialect)
     listed = ["xmin::text", *columns] if versions else columns
     statement = f"SELECT {', '.join(listed)} FROM {table} WHERE {where} ORDER BY {', '.join(key)}"
@@ -81,6 +84,7 @@ def _fetch(cur, rows_per_second: int) -> list[tuple]:
 def changed_versions(url: DbUrl, schema: TableSchema, key_range: KeyRange, kind: str, select: list[str],
                      before: dict[tuple, str]) -> set[tuple]:
     """The keys (as `select` renders them) whose row version differs from `before` now: updated, deleted or
-    inserted since."""
-    now = read_range(url, schema, key_range, kind, select, versions=True).versions or {}
+    inserted since. Only the keys and versions are read again: the other columns would cost the source a second
+    read of the whole range for nothing."""
+    now = read_range(url, schema, key_range, kind, select, versions=True, keys_only=True).versions or {}
     return {k for k in before.keys() | now.keys() if before.get(k) != now.get(k)}

@@ -54,3 +54,30 @@ def test_a_paced_read_fetches_the_same_rows_in_chunks_at_the_rate(tmp_path, serv
     assert paced == plain and len(plain.rows) == ROWS
     # 100-row chunks at 2,000 rows/s: a sleep after each, 0.5 s in all less the clock's own ticks
     assert len(slept) == ROWS // 100 and 0.45 < sum(slept) <= 0.5, slept
+
+
+def test_row_versions_are_read_again_with_the_keys_alone_and_tell_every_changed_key(tmp_path, servers, unique_name,
+                                                                                  pg_target):
+    """The window's second read on PostgreSQL: the keys (as the comparison renders them) and their versions, not
+    the rows again; an updated, a deleted and an inserted key are the changed ones, and no other."""
+    with source_database(servers, "postgres", unique_name, SEED["postgres"]) as conn:
+        rt = TaskRuntime(config_for(tmp_path, servers, task_id="versions_read", source="postgres",
+                                    source_db=unique_name, tables=["app.t"], target="postgres",
+                                    target_db=f"{unique_name}_tgt"))
+        try:
+            schema = rt.source.describe(rt.config.source.table_ids[0])
+            select = rt.source.compared_columns(schema, rt.sink.target_format())
+        finally:
+            rt.close()
+        url, whole = rt.config.source.db_url, KeyRange(None, None)
+        full = split_read.read_range(url, schema, whole, "int", select, versions=True)
+        keys = split_read.read_range(url, schema, whole, "int", select, versions=True, keys_only=True)
+        with conn.cursor() as cur:
+            cur.execute("UPDATE app.t SET v = 'moved' WHERE id = 10")
+            cur.execute("DELETE FROM app.t WHERE id = 20")
+            cur.execute(f"INSERT INTO app.t VALUES ({ROWS + 1}, 'new')")
+        changed = split_read.changed_versions(url, schema, whole, "int", select, full.versions)
+
+    assert keys.versions == full.versions and len(keys.versions) == ROWS
+    assert {len(r) for r in keys.rows} == {1} and len(full.rows[0]) == 2
+    assert changed == {(10,), (20,), (ROWS + 1,)}
