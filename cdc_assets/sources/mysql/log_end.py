@@ -1,12 +1,14 @@
 """The binlog's end: its file/offset and the GTID set logged up to exactly there, read cheaply.
 
 MySQL names both in one statement (SHOW BINARY LOG STATUS's Executed_Gtid_Set). MariaDB's status has no GTID
-column, and BINLOG_GTID_POS(file, offset) finds the set by scanning the file from its start: about 0.45 ms per MB
-of the current file, so 200 ms at 450 MB, on every watermark, check and window. Instead the offset is read
-between two reads of @@gtid_binlog_pos. MariaDB updates that state while it writes the group's events to the
-binlog, under the binlog's lock, which SHOW MASTER STATUS takes too: when both reads agree, no group was written
-between them, so the set is exactly the one at the offset. When they differ (a group was written meanwhile), the
-bracket is read again; after BRACKET_READS that each saw a write, the scan decides.
+column, and BINLOG_GTID_POS(file, offset) finds the set by scanning the file from its start: 0.36-0.45 ms of the
+server's CPU per MB of the current file (bench/log_end.py), on every watermark, sensor check and verification
+window. Instead the offset is read between two reads of @@gtid_binlog_pos. MariaDB updates that state while it
+writes a group's events under the binlog's lock, which SHOW MASTER STATUS waits for: when both reads agree, no
+group was written between them, and the set is the one at the offset (under saturated writes every bracket that
+held matched BINLOG_GTID_POS; reading the state once, after the status, gave a set too large in 44% of reads,
+which a resume by GTID would skip). A bracket a commit crossed is read again; after BRACKET_READS of them the
+scan decides.
 
     gtid_binlog_pos  -> a
     SHOW MASTER STATUS -> file, offset
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from cdc_assets.dbapi.mysql_flavour import MysqlFlavour
 
-BRACKET_READS = 5  # at a steady few thousand commits a second, a bracket holds about one time in three
+BRACKET_READS = 5  # with sysbench saturating the server (16 threads), one bracket in five held
 GTID_STATE_SQL = "SELECT @@GLOBAL.gtid_binlog_pos"
 
 
