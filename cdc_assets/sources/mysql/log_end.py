@@ -17,6 +17,7 @@ scan decides.
 from __future__ import annotations
 
 from cdc_assets.dbapi.mysql_flavour import MysqlFlavour
+from cdc_assets.sources.mysql.stream_start import gtid_set_at
 
 BRACKET_READS = 5  # with sysbench saturating the server (16 threads), one bracket in five held
 GTID_STATE_SQL = "SELECT @@GLOBAL.gtid_binlog_pos"
@@ -38,8 +39,7 @@ def log_end(cur, flavour: MysqlFlavour) -> tuple[str, int, str] | None:
     row = row or _status(cur, flavour)
     if row is None:
         return None
-    cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (row[0], int(row[1])))
-    return row[0], int(row[1]), cur.fetchone()[0] or ""
+    return row[0], int(row[1]), gtid_set_at(cur.connection, flavour, row[0], int(row[1]))
 
 
 def _status(cur, flavour: MysqlFlavour) -> tuple | None:
