@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pymysql
 
+from cdc_assets.dbapi.connect import MysqlConnection
 from cdc_assets.dev.processes import (START_TIMEOUT, STOP_TIMEOUT, request_shutdown, run, running, tail, terminate,
                                       wait_for)
 
@@ -58,7 +59,7 @@ class MariaDbServer:
         return f"mysql://{self.user}@127.0.0.1:{self.port}"
 
     def connect(self, database: str | None = None) -> pymysql.connections.Connection:
-        return pymysql.connect(host="127.0.0.1", port=self.port, user=self.user, password=self.password,
+        return MysqlConnection(host="127.0.0.1", port=self.port, user=self.user, password=self.password,
                                database=database, autocommit=True, charset="utf8mb4", local_infile=True)
 
     def create_database(self, name: str) -> None:

@@ -9,6 +9,8 @@ server over plain TCP, or in clear inside TLS.
 """
 from __future__ import annotations
 
+import ssl
+
 import pytest
 
 from cdc_assets.core.positions import MysqlPosition
@@ -197,6 +199,28 @@ def test_disabled_tls_logs_in_over_plain_tcp_to_a_server_offering_tls(tls):
         pymysql_login(url_of(srv, query="ssl-mode=DISABLED"))
         pymysql_login(url_of(srv))  # PREFERRED: PyMySQL takes the TLS on offer
         assert [(lg.tls, lg.public_key_sent, lg.accepted) for lg in srv.logins] == [(False, True, True), (True, False, True)]
+
+
+def test_connections_preferring_tls_share_one_context_and_still_take_the_tls_on_offer(tls):
+    """PyMySQL would load the system's CA certificates into a new context for every connection (20-40 ms of CPU);
+    a context that verifies nothing is shared instead, by the queries' connections and the binlog stream's."""
+    context, ca = tls
+    with Mysql8Server(USER, PASSWORD, cache=False, tls=context) as srv:
+        first, second = connect(url_of(srv)), connect(url_of(srv))
+        verified = connect(url_of(srv, query=f"ssl-mode=VERIFY_IDENTITY&ssl-ca={ca}"))
+        try:
+            assert first.ctx is second.ctx, "each connection built a TLS context of its own"
+            assert verified.ctx is not first.ctx and verified.ctx.verify_mode == ssl.CERT_REQUIRED
+        finally:
+            for conn in (first, second, verified):
+                conn.close()
+        stream = open_stream(url_of(srv), 4321, START, READER_EVENTS, [])
+        try:
+            fetch(stream, url_of(srv), START)
+            assert stream._stream_connection.ctx is first.ctx
+        finally:
+            stream.close()
+        assert all(lg.tls and lg.accepted for lg in srv.logins) and len(srv.logins) == 5
 
 
 @pytest.mark.spark

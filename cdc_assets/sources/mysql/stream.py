@@ -19,7 +19,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, PartialUpdateRowsEvent
 from cdc_assets.core.positions import MysqlPosition
 from cdc_assets.core.tables import TableId
 from cdc_assets.core.urls import DbUrl
-from cdc_assets.dbapi.connect import connect
+from cdc_assets.dbapi.connect import MysqlConnection, connect
 from cdc_assets.dbapi.mysql_login import REPLICATION, MysqlLogin, refused
 from cdc_assets.errors import (NETWORK_HINT, REPLAN_HINT, LoginError, PositionLost, SourceSetupError, UnreachableError,
                                scrub)
@@ -58,8 +58,7 @@ def open_stream(url: DbUrl, server_id: int, start: MysqlPosition | StreamStart, 
                 tables: Collection[TableId], blocking: bool = False, mariadb: bool = False) -> BinLogStreamReader:
     """A non-blocking stream ends once caught up; a blocking one waits for more, and hands control back at
     each heartbeat so that the reader can yield Idle and notice close(). Waiting on heartbeats beats
-    reopening a non-blocking stream in a loop: each open costs two connections (most of their CPU
-    the TLS context PyMySQL builds per connection).
+    reopening a non-blocking stream in a loop: each open costs two connections.
 
     By file/offset the library must be told MySQL even on MariaDB (it ignores the file otherwise); by GTID
     set it must be told the flavour: MariaDB takes the set as @slave_connect_state, MySQL in the dump packet."""
@@ -70,7 +69,8 @@ def open_stream(url: DbUrl, server_id: int, start: MysqlPosition | StreamStart, 
         connection_settings=replication_settings(url),
         server_id=server_id, blocking=blocking, slave_heartbeat=HEARTBEAT_PERIOD if blocking else None,
         only_events=events, only_schemas=sorted({t.namespace for t in tables}),
-        only_tables=sorted({t.name for t in tables}), enable_logging=False, **where)
+        only_tables=sorted({t.name for t in tables}), enable_logging=False, pymysql_wrapper=MysqlConnection,
+        **where)
 
 
 def replication_settings(url: DbUrl) -> dict:
