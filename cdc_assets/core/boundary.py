@@ -201,8 +201,9 @@ class SnapshotSource(Protocol):
         fetched at no more than `rows_per_second` (0: no limit)."""
 
     def changed_since(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat,
-                      read: Any) -> set[tuple]:
-        """With `row_versions`: the keys whose row changed (updated, deleted, inserted) since `read`."""
+                      read: Any, rows_per_second: int = 0) -> set[tuple]:
+        """With `row_versions`: the keys whose row changed (updated, deleted, inserted) since `read`, their
+        versions fetched at no more than `rows_per_second` (0: no limit)."""
 
     def hold_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat | None = None,
                    lock_wait_secs: float = ...) -> ContextManager[Any]:

@@ -94,10 +94,10 @@ class SqlSource:
         """The split's rows as `target` compares them, read without a lock (split_read.py); with each row's
         version where the source keeps one (`row_versions`)."""
         return read_range(self.url, schema, key_range, kind, self.compared_columns(schema, target),
-                          versions=self.row_versions, rows_per_second=rows_per_second)
+                          versions=self.row_versions, rows_per_second=rows_per_second, conn=self.conn)
 
     def changed_since(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat,
-                      read: SplitRead) -> set[tuple]:
+                      read: SplitRead, rows_per_second: int = 0) -> set[tuple]:
         """With `row_versions`: the keys of the range whose row changed since `read` (values as read)."""
         raise NotImplementedError
 

@@ -27,12 +27,14 @@ class SplitRead:
 
 
 def read_range(url: DbUrl, schema: TableSchema, key_range: KeyRange, kind: str, select: list[str] | None = None,
-               versions: bool = False, rows_per_second: int = 0, keys_only: bool = False) -> SplitRead:
+               versions: bool = False, rows_per_second: int = 0, keys_only: bool = False, conn=None) -> SplitRead:
     """`select`: every column's expression in schema order (default the key alone). With `versions`
     (PostgreSQL), each row's xmin too, by the key values as selected. `rows_per_second` (0: as fast as it
     comes): the rows are fetched from a server-side cursor at that rate, so a large split costs the source a
     trickle instead of a burst; it is still one statement, so still one consistent view. `keys_only`: of
-    `select`, the key columns' expressions alone (rows of the key values as `select` renders them)."""
+    `select`, the key columns' expressions alone (rows of the key values as `select` renders them). `conn`: an
+    open autocommit connection to read on (a paced read opens its own): a PostgreSQL server starts a process
+    for each new connection, which a verification round would otherwise cost its source twice per split."""
     dialect = url.db_type
     q = lambda name: quote_ident(dialect, name)  # noqa: E731
     table = qualified(dialect, schema.table.namespace, schema.table.name)
@@ -46,7 +48,9 @@ def read_range(url: DbUrl, schema: TableSchema, key_range: KeyRange, kind: str, 
     listed = ["xmin::text", *columns] if versions else columns
     statement = f"SELECT {', '.join(listed)} FROM {table} WHERE {where} ORDER BY {', '.join(key)}"
     # A PostgreSQL server-side cursor lives in a transaction: one statement in it, so one snapshot all the same.
-    conn = connect(url, autocommit=not (rows_per_second and dialect == "postgres"))
+    own = conn is None or bool(rows_per_second)
+    if own:
+        conn = connect(url, autocommit=not (rows_per_second and dialect == "postgres"))
     try:
         if dialect == "postgres":
             with conn.cursor() as cur:
@@ -55,7 +59,8 @@ def read_range(url: DbUrl, schema: TableSchema, key_range: KeyRange, kind: str, 
             cur.execute(statement)
             rows = _fetch(cur, rows_per_second)
     finally:
-        conn.close()
+        if own:
+            conn.close()
     if not versions:
         return SplitRead(rows)
     return SplitRead([r[1:] for r in rows], {tuple(r[1 + i] for i in key_at): r[0] for r in rows})
@@ -82,9 +87,10 @@ def _fetch(cur, rows_per_second: int) -> list[tuple]:
 
 
 def changed_versions(url: DbUrl, schema: TableSchema, key_range: KeyRange, kind: str, select: list[str],
-                     before: dict[tuple, str]) -> set[tuple]:
+                     before: dict[tuple, str], conn=None, rows_per_second: int = 0) -> set[tuple]:
     """The keys (as `select` renders them) whose row version differs from `before` now: updated, deleted or
     inserted since. Only the keys and versions are read again: the other columns would cost the source a second
-    read of the whole range for nothing."""
-    now = read_range(url, schema, key_range, kind, select, versions=True, keys_only=True).versions or {}
+    read of the whole range for nothing. Paced as the first read was, when it was."""
+    now = read_range(url, schema, key_range, kind, select, versions=True, keys_only=True, conn=conn,
+                     rows_per_second=rows_per_second).versions or {}
     return {k for k in before.keys() | now.keys() if before.get(k) != now.get(k)}

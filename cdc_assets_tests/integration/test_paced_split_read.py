@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from cdc_assets.core.splits import KeyRange
+from cdc_assets.dbapi.connect import connect
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.sources import split_read
 from cdc_assets_tests.support import config_for, source_database
@@ -77,7 +78,16 @@ def test_row_versions_are_read_again_with_the_keys_alone_and_tell_every_changed_
             cur.execute("DELETE FROM app.t WHERE id = 20")
             cur.execute(f"INSERT INTO app.t VALUES ({ROWS + 1}, 'new')")
         changed = split_read.changed_versions(url, schema, whole, "int", select, full.versions)
+        # As verification reads: on the source's open connection (left open for the next read), and paced.
+        held = connect(url)
+        try:
+            on_held = split_read.changed_versions(url, schema, whole, "int", select, full.versions, held)
+            again = split_read.read_range(url, schema, whole, "int", select, versions=True, conn=held)
+            paced = split_read.changed_versions(url, schema, whole, "int", select, full.versions, held, 50_000)
+        finally:
+            held.close()
 
     assert keys.versions == full.versions and len(keys.versions) == ROWS
     assert {len(r) for r in keys.rows} == {1} and len(full.rows[0]) == 2
-    assert changed == {(10,), (20,), (ROWS + 1,)}
+    assert changed == on_held == paced == {(10,), (20,), (ROWS + 1,)}
+    assert len(again.rows) == ROWS

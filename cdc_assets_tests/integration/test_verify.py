@@ -163,10 +163,10 @@ def test_corrupted_row_fails_exactly_its_split_and_materializing_repairs_it(task
     assert all(c.status == PASSED for c in verify_table(rt, table, wait_secs=60))
 
 
-def test_no_false_alarm_under_a_steady_writer(task):
+def test_no_false_alarm_under_a_steady_writer(task, servers):
     path, config, rt, kind, ns, target, writer = task
     table = config.source.table_ids[0]
-    rechecked = 0
+    rechecked, sessions = 0, source_sessions(servers, kind, ns)
     for round_ in range(3):
         before = writer.commits
         checks = verify_table(rt, table, wait_secs=60)
@@ -176,6 +176,23 @@ def test_no_false_alarm_under_a_steady_writer(task):
         rechecked += sum(c.rechecked for c in checks)
     # Keys the writer changed around a first read were judged again: without that, they would have failed.
     assert rechecked > 0
+    if kind == "postgres":  # each new session is a server process started: the rounds read on the source's own
+        opened = source_sessions(servers, kind, ns) - sessions
+        assert opened == 0, f"{opened} sessions opened on the source database by 3 rounds of verification"
+
+
+def source_sessions(servers, kind: str, database: str) -> int:
+    """Sessions ever opened on a PostgreSQL database (pg_stat_database.sessions, PostgreSQL 14+), by a session of
+    another database so as not to count itself; 0 for MySQL."""
+    if kind != "postgres":
+        return 0
+    conn = servers.postgres.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT sessions FROM pg_stat_database WHERE datname = %s", (database,))
+            return int(cur.fetchone()[0])
+    finally:
+        conn.close()
 
 
 TEXT_KEYS = ["a", "B", "c", "D", "e", "F", "g", "H", "i", "J", "k", "L", "m", "N", "o", "P"]

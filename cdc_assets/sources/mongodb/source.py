@@ -137,7 +137,8 @@ class MongoSource:
                    rows_per_second: int = 0):
         self.hold_split(schema, key_range, kind, target)
 
-    def changed_since(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat, read):
+    def changed_since(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat, read,
+                      rows_per_second: int = 0):
         self.hold_split(schema, key_range, kind, target)
 
     def hold_split(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat | None = None,

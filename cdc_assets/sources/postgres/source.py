@@ -150,9 +150,9 @@ class PostgresSource(SqlSource):
     row_versions = True
 
     def changed_since(self, schema: TableSchema, key_range: KeyRange, kind: str, target: TargetFormat,
-                      read: SplitRead) -> set[tuple]:
+                      read: SplitRead, rows_per_second: int = 0) -> set[tuple]:
         return changed_versions(self.url, schema, key_range, kind, self.compared_columns(schema, target),
-                                read.versions or {})
+                                read.versions or {}, self.conn, rows_per_second)
 
     def compared_columns(self, schema: TableSchema, target: TargetFormat) -> list[str]:
         # A MySQL target holds what PostgreSQL rendered as text for it (interval, money, ranges, arrays...):
