@@ -30,7 +30,7 @@ from cdc_assets.core.tables import TableId, TableSchema
 from cdc_assets.engine.planning import carried_now
 from cdc_assets.engine.runtime import TaskRuntime
 from cdc_assets.engine.verify_hold import HOLD_WAIT_SECS, Refusals, held
-from cdc_assets.engine.verify_sync import SyncState, sync_state, wait_for
+from cdc_assets.engine.verify_sync import KEEP_SYNCING, SyncState, columns_not_applied, sync_state, wait_for
 from cdc_assets.engine.verify_window import compare_split
 from cdc_assets.errors import PlanError, SourceBusy
 from cdc_assets.resumer.records import SPLIT_VERIFY, PositionRecord, now_text
@@ -103,14 +103,14 @@ def _verify_split(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, split: 
     why = _not_applied(rt, schema.table)
     if why:
         return result(INCONCLUSIVE, why)
+    if not hold:  # the first round waits for the checkpoint, then asks `columns_not_applied`
+        return _verify_window(rt, plan, schema, split, wait_secs, result)
     if not wait_for(rt, rt.source.current_position(), wait_secs)[0]:
         return result(INCONCLUSIVE, f"the checkpoint did not reach the source's log end within {wait_secs:.0f} s: "
-                      "run `cdc-assets sync` (or let the incremental sensor launch its runs) and verify again")
-    unmet = _columns_not_applied(rt, schema)
+                      f"{KEEP_SYNCING}")
+    unmet = columns_not_applied(rt, schema)
     if unmet:
         return result(INCONCLUSIVE, unmet)
-    if not hold:
-        return _verify_window(rt, plan, schema, split, wait_secs, result)
     kinds = [c.kind for c in schema.columns]
     key_at = [i for k in schema.primary_key for i, c in enumerate(schema.columns) if c.name == k]
     keys = [kinds[i] for i in key_at]
@@ -176,23 +176,6 @@ def _not_applied(rt: TaskRuntime, table: TableId) -> str:
     if table not in schemas:
         return f"{table} is not applied by the log phase yet (it waits for its snapshot)"
     return ""
-
-
-def _columns_not_applied(rt: TaskRuntime, schema: TableSchema) -> str:
-    """Why the split cannot be compared when the source has columns the log phase does not apply yet, once the
-    checkpoint reached the log end; or "". PostgreSQL's log carries a schema change only in the Relation message
-    sent before the table's next row change: until then the target holds the table as before (a renamed column
-    under its old name, an added one not there yet), which no comparison of the source's columns can judge."""
-    checkpoint = rt.resumer.checkpoint()
-    applied = (rt.resumer.schemas(checkpoint.schema_version) or {}).get(schema.table) if checkpoint else None
-    if applied is None:
-        return ""
-    have = {c.name for c in applied.columns}
-    unmet = [c.name for c in schema.columns if c.name not in have]
-    if not unmet:
-        return ""
-    return (f"{schema.table} has columns the log phase does not apply yet ({', '.join(unmet)}): it meets the "
-            "schema change with the table's next row change in the source's log; verify after it")
 
 
 def _settle_foreign_keys(rt: TaskRuntime, schema: TableSchema, plan: SplitPlan, diff: SplitDiff,

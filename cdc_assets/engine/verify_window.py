@@ -2,7 +2,8 @@
 
     each round, at most ROUNDS:
       L = the source's log end          a plain read of the range (sources/split_read.py)       H = the log end
-      wait until the checkpoint passed H: the target holds every change the read can have seen
+      wait until the checkpoint passed H: the target holds every change the read can have seen (after the first
+        wait: no column of the source the log phase does not apply yet, engine/verify_sync.py)
       read the target's range; E = the log end: the target holds nothing past it
       the keys that changed in the window: the log from L (and from the round before's L: core/verify_window.py
       says why) to E, read by a reader of its own beside the sync's; or, where rows carry versions (PostgreSQL),
@@ -21,7 +22,7 @@ from cdc_assets.core.tables import TableSchema
 from cdc_assets.core.verify_window import Rounds
 from cdc_assets.engine.changed_keys import changed_in_log
 from cdc_assets.engine.runtime import TaskRuntime
-from cdc_assets.engine.verify_sync import wait_for
+from cdc_assets.engine.verify_sync import KEEP_SYNCING, columns_not_applied, wait_for
 
 ROUNDS = 6  # a key changing in every one of them is unsettled: verified by a later run
 
@@ -42,20 +43,25 @@ def compare_split(rt: TaskRuntime, plan: SplitPlan, schema: TableSchema, split: 
     key_kinds = [kinds[i] for i in key_at]
     text = lambda values: key_text(values, key_kinds)  # noqa: E731
     rounds, low, target_keys, position = Rounds(), None, {}, ""
+    pace = rt.config.verify.rows_per_second
     while rounds.rounds < ROUNDS and not rounds.settled:
         start = rt.source.current_position()
         low = low or start
-        read = rt.source.read_split(schema, split.range, plan.key_kind, rt.sink.target_format(),
-                                    rt.config.verify.rows_per_second)
+        read = rt.source.read_split(schema, split.range, plan.key_kind, rt.sink.target_format(), pace)
         high = rt.source.current_position()
         if not wait_for(rt, high, wait_secs)[0]:
-            return Window(rounds, blocked=f"the checkpoint did not reach {high} within {wait_secs:.0f} s")
+            return Window(rounds, blocked=f"the checkpoint did not reach {high} within {wait_secs:.0f} s: "
+                          f"{KEEP_SYNCING}")
+        unmet = "" if rounds.rounds else columns_not_applied(rt, schema)
+        if unmet:
+            return Window(rounds, blocked=unmet)
         keys = [tuple(r[i] for i in key_at) for r in read.rows]
         target_rows = rt.sink.range_rows(schema, split.range, plan.key_kind, rt.config.source.db_type, keys)
         end = rt.source.current_position()
         if rt.source.row_versions:  # exact: a row's version changes with the write that makes it visible
-            moved = recent = {text(k) for k in rt.source.changed_since(schema, split.range, plan.key_kind,
-                                                                       rt.sink.target_format(), read)}
+            changed = rt.source.changed_since(schema, split.range, plan.key_kind, rt.sink.target_format(), read,
+                                              pace)
+            moved = recent = {text(k) for k in changed}
         else:
             logged = changed_in_log(rt, schema, low, end, text)
             if logged is None:

@@ -2,6 +2,7 @@
 through psycopg2 from PostgreSQL (each value in the form that driver returns it) has one digest; any change of
 a value changes it."""
 import datetime as dt
+import json
 import struct
 import uuid
 from decimal import Decimal
@@ -168,3 +169,16 @@ def test_decimals_and_json_numbers_past_28_digits_are_told_apart():
 
 def test_a_json_string_holding_a_lone_surrogate_digests():
     assert digest(['"\\ud800"'], [Kind.JSON]) != digest(['"\\ud801"'], [Kind.JSON])
+
+
+def test_text_and_integers_render_as_json_quoted_text_and_decimal_digits_in_every_kind_that_takes_them_as_is():
+    # The common values take a short path: it must render what the general rules do.
+    texts = ["plain", 'a "quoted" \\ back', "tab\tnew\nline\x00nul\x1f", "ünï 中文 😀", "\ud800 lone", ""]
+    for kind in (Kind.STRING, Kind.BINARY, Kind.ENUM, Kind.SET, Kind.INT, Kind.OTHER):
+        for text in texts:
+            assert canonical(text, kind) == json.dumps(text, ensure_ascii=False), (kind, text)
+    assert canonical("ABC-Def", Kind.UUID) == '"abc-def"'
+    assert canonical("101", Kind.BIT) == "5" and canonical("1.50", Kind.DECIMAL) == "1.5"
+    for kind in (Kind.INT, Kind.UINT64, Kind.DECIMAL, Kind.FLOAT64, Kind.STRING):
+        assert [canonical(v, kind) for v in (0, -7, 2**64 + 1)] == ["0", "-7", str(2**64 + 1)]
+    assert canonical(True, Kind.INT) == "1" and canonical(1, Kind.BIT) == "1" and canonical(5, Kind.JSON) == "5"
