@@ -22,6 +22,7 @@ from cdc_assets.errors import CdcError
 
 LOCK_FILE = "checkpoint.lock"
 POLL_SECS = 0.5
+NAMING_SECS = 0.5  # how long a lease taken and not named yet (or being left) may stay unnamed to a probe
 log = logging.getLogger("cdc_assets.task_lock")
 _held: "weakref.WeakKeyDictionary[object, list[int]]" = weakref.WeakKeyDictionary()  # owner -> [depth]
 
@@ -88,11 +89,18 @@ def lease_holder(config: TaskConfig) -> str | None:
     except FileNotFoundError:
         return None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
+        # A holder writes its name just after taking the lease, and empties the file just before leaving it.
+        deadline = time.monotonic() + NAMING_SECS
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                name = os.pread(fd, 200, 0).decode(errors="replace").strip()
+                if name or time.monotonic() >= deadline:
+                    return name or "another process"
+                time.sleep(0.01)
+                continue
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
     finally:
         os.close(fd)

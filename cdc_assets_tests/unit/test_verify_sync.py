@@ -1,10 +1,13 @@
 """What verification decides before any split: whether a sync holds the task's lease (a probe that takes nothing),
 and how a refused hold is counted and paced."""
+import fcntl
+import os
 import random
+import threading
 
 from cdc_assets.config import load_config
 from cdc_assets.dbapi.errors import DEADLOCK, LOCK_WAIT_TIMEOUT
-from cdc_assets.engine.task_lock import TaskBusy, lease_holder, task_lease
+from cdc_assets.engine.task_lock import LOCK_FILE, TaskBusy, lease_holder, task_lease
 from cdc_assets.engine.verify_hold import BACKOFF_SECS, Refusals, pause
 from cdc_assets_tests.unit.test_definitions_load import write_config
 
@@ -28,6 +31,25 @@ def test_the_lease_probe_names_a_running_sync_and_takes_nothing(tmp_path, monkey
     assert lease_holder(config) is None
     with task_lease(config, "reset", owner=owner):  # and it is free to take once the sync ended
         assert lease_holder(config).startswith("reset")
+
+
+def test_the_lease_probe_waits_for_the_name_a_holder_writes_just_after_taking_the_lease(tmp_path, monkeypatch):
+    """A sync takes the lease, then writes its name into the lock file: a verification starting in between saw
+    an empty file and called the holder "another process", blocked as if a reset held the checkpoint."""
+    monkeypatch.setenv("CDC_SRC_PASSWORD", "pw")
+    config = load_config(write_config(tmp_path, ["shop.orders"]))
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(config.data_dir / f"{config.task_id}.{LOCK_FILE}", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # taken, not named yet
+        naming = threading.Timer(0.05, lambda: os.pwrite(fd, b"sync (pid 4242)", 0))
+        naming.start()
+        assert lease_holder(config) == "sync (pid 4242)"
+        naming.join()
+        os.ftruncate(fd, 0)  # a holder that never names itself: said so, after a moment
+        assert lease_holder(config) == "another process"
+    finally:
+        os.close(fd)
 
 
 def test_refusals_are_counted_by_kind_and_paced_within_bounds():
