@@ -84,6 +84,7 @@ def test_row_versions_are_read_again_with_the_keys_alone_and_tell_every_changed_
             on_held = split_read.changed_versions(url, schema, whole, "int", select, full.versions, held)
             again = split_read.read_range(url, schema, whole, "int", select, versions=True, conn=held)
             paced = split_read.changed_versions(url, schema, whole, "int", select, full.versions, held, 50_000)
+            assert held.autocommit and not held.closed and held.get_transaction_status() == 0  # idle, as lent
         finally:
             held.close()
 
