@@ -65,8 +65,8 @@ def read_range(url: DbUrl, schema: TableSchema, key_range: KeyRange, kind: str, 
     finally:
         if own:
             conn.close()
-        elif in_transaction:
-            conn.rollback()  # it only read
+        elif in_transaction and not conn.closed:  # lent in autocommit: given back so (the read only read)
+            conn.rollback()
             conn.autocommit = True
     if not versions:
         return SplitRead(rows)
