@@ -6,7 +6,6 @@ whatever the server's sql_mode: a value a column cannot hold is an error, never 
 from __future__ import annotations
 
 import ssl
-from functools import lru_cache
 
 import pymysql
 import psycopg2
@@ -28,17 +27,14 @@ class MysqlConnection(pymysql.connections.Connection):
     verifies nothing never uses: verification opens connections by the hundred a minute, and the binlog readers
     two each."""
 
+    _preferred: ssl.SSLContext | None = None  # PyMySQL's own context for `{}` (TLS if offered, nothing verified)
+
     def _create_ssl_ctx(self, sslp):
-        return _preferred_tls() if sslp == {} else super()._create_ssl_ctx(sslp)
-
-
-@lru_cache(maxsize=1)
-def _preferred_tls() -> ssl.SSLContext:
-    # What PyMySQL builds for `{}`: TLS if the server offers it, its certificate not verified.
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    return ctx
+        if sslp != {}:
+            return super()._create_ssl_ctx(sslp)
+        if MysqlConnection._preferred is None:  # two threads building one each at first is harmless
+            MysqlConnection._preferred = super()._create_ssl_ctx(sslp)
+        return MysqlConnection._preferred
 
 
 def postgres_args(url: DbUrl, database: str | None = None) -> dict:
